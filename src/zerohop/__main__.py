@@ -1,0 +1,3 @@
+from zerohop.cli import main
+
+main()

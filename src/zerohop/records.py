@@ -1,0 +1,144 @@
+"""RequestRecord: the one row every measured request becomes, and the outcome taxonomy.
+
+This is the contract between the transports that measure (Locust's gevent users, the
+benchmarks), the sink that stores (`results.py`), and the analysis that reads
+(`requests.parquet`). Field names and meanings follow DESIGN.md exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+# --- outcome taxonomy -------------------------------------------------------------
+OK = "ok"
+CONNECT_ERROR = "connect_error"
+TIMEOUT_TTFT = "timeout_ttft"
+TIMEOUT_TOTAL = "timeout_total"
+STALL = "stall"
+INCOMPLETE_STREAM = "incomplete_stream"
+PROTOCOL_ERROR = "protocol_error"
+CANCELLED = "cancelled"
+
+FIXED_OUTCOMES = (
+    OK,
+    CONNECT_ERROR,
+    TIMEOUT_TTFT,
+    TIMEOUT_TOTAL,
+    STALL,
+    INCOMPLETE_STREAM,
+    PROTOCOL_ERROR,
+    CANCELLED,
+)
+
+
+def http_outcome(status: int) -> str:
+    """`http_<code>` for a non-2xx response (e.g. http_429)."""
+    return f"http_{int(status)}"
+
+
+def stream_error_outcome(error_type: str | None) -> str:
+    """`stream_error:<type>` for an error event inside an HTTP-200 stream."""
+    kind = (error_type or "unknown").strip() or "unknown"
+    return f"stream_error:{kind}"
+
+
+def is_valid_outcome(outcome: str) -> bool:
+    if outcome in FIXED_OUTCOMES:
+        return True
+    if outcome.startswith("http_") and outcome[5:].isdigit():
+        return True
+    return outcome.startswith("stream_error:") and len(outcome) > len("stream_error:")
+
+
+# --- the clock anchor ---------------------------------------------------------------
+@dataclass(frozen=True)
+class ClockAnchor:
+    """One (wall, perf) pair per process: durations come from perf_counter_ns, and
+    wall-clock timestamps (to align with telemetry) are anchor + perf offset."""
+
+    wall_ns: int
+    perf_ns: int
+
+    @classmethod
+    def now(cls) -> ClockAnchor:
+        perf = time.perf_counter_ns()
+        wall = time.time_ns()
+        return cls(wall_ns=wall, perf_ns=perf)
+
+    def wall_s(self, perf_ns: int) -> float:
+        """Wall-clock seconds (Unix epoch) of a perf_counter_ns reading."""
+        return (self.wall_ns + (perf_ns - self.perf_ns)) / 1e9
+
+    def perf_of_wall_s(self, wall_s: float) -> int:
+        return self.perf_ns + int(wall_s * 1e9) - self.wall_ns
+
+
+# --- the record ---------------------------------------------------------------------
+@dataclass
+class RequestRecord:
+    """One attempt at one request. Durations in ms from perf_counter_ns; `*_ts` are
+    wall-clock seconds on the process's ClockAnchor. None means "not applicable"
+    (e.g. no TTFT for a connect error, no TPOT for a 1-token answer)."""
+
+    request_id: str
+    workload: str
+    api: str
+    model: str
+    outcome: str = CANCELLED
+    adapter: str | None = None
+    worker: str = ""  # "<host>:<pid>" of the process that measured it
+    # intended and actual times (open loop: scheduled_ts is the plan; closed loop: None)
+    scheduled_ts: float | None = None
+    sent_ts: float | None = None
+    first_content_ts: float | None = None
+    end_ts: float | None = None
+    schedule_lag_ms: float | None = None
+    # latencies
+    ttft_ms: float | None = None
+    e2e_ms: float | None = None
+    tpot_ms: float | None = None
+    ttft_from_schedule_ms: float | None = None
+    e2e_from_schedule_ms: float | None = None
+    itl_ms: list[float] = field(default_factory=list)
+    tokens_per_event: list[int] = field(default_factory=list)
+    content_events: int = 0
+    # tokens
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    token_source: str | None = None  # "usage" (server-reported) or "counted"
+    target_input_tokens: int | None = None
+    max_tokens: int | None = None
+    # errors
+    http_status: int | None = None
+    error_type: str | None = None
+    error_message: str | None = None  # truncated, server-provided: escape when shown
+    # retries / fallbacks (one logical request may have several attempts)
+    logical_request_id: str | None = None
+    attempt: int = 1
+    # ground truth from the embedded target, when it tells (server-side TTFT etc.)
+    server_ttft_ms: float | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        """Plain-Python dict (msgpack- and JSON-safe: no numpy scalars)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> RequestRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names})
+
+
+RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RequestRecord))
+
+ERROR_MESSAGE_MAX_CHARS = 500
+
+
+def truncate_message(message: str | None) -> str | None:
+    if message is None:
+        return None
+    if len(message) <= ERROR_MESSAGE_MAX_CHARS:
+        return message
+    return message[:ERROR_MESSAGE_MAX_CHARS] + "…"
