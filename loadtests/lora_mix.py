@@ -1,0 +1,15 @@
+"""Requests over many LoRA adapters with Zipf popularity, more than the server keeps
+resident: adapter swaps and mixed batches."""
+
+from locust import events
+
+from zerohop.loadgen.hooks import install
+from zerohop.loadgen.users import LLMUser
+
+install(events)
+
+
+class LoRAMix(LLMUser):
+    workload_kind = "lora_mix"
+    default_workload_file = "lora_mix.yaml"
+    weight = 2

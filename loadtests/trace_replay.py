@@ -1,0 +1,15 @@
+"""Replay of a production trace's arrivals and lengths (Azure, Mooncake, ShareGPT)."""
+
+from locust import events
+
+from zerohop.loadgen.hooks import install
+from zerohop.loadgen.users import LLMUser
+
+install(events)
+
+
+class TraceReplay(LLMUser):
+    workload_kind = "trace_replay"
+    default_workload_file = "trace_replay_azure_conv.yaml"
+    weight = 1
+    fixed_count = 1  # the dispatcher sends on the trace's clock; one user holds the slot

@@ -1,0 +1,296 @@
+"""A minimal HTTP/1.1 streaming client on plain sockets: the measurement hot path.
+
+Why not requests or geventhttpclient: both add per-chunk work or buffer small reads
+(recipes/locust-streaming.md measured +26 ms and +1,990 ms of TTFT error). Here the hot
+path is `recv` → `perf_counter_ns()` → keep the bytes; HTTP chunk framing is undone per
+read (a few `bytes.find` calls) only to know where the body ends, and SSE events and JSON
+are decoded after the stream ends (`measure.py`). Under Locust the `socket` module is
+gevent's, so every blocking call here yields to the hub.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from zerohop.protocols import HttpRequest
+
+RECV_BYTES = 65536
+MAX_HEADER_BYTES = 64 * 1024
+
+# how a raw exchange ended (measure.py turns these into outcomes)
+END_COMPLETE = "complete"  # body framing says the body is complete
+END_EOF = "eof"  # peer closed (close-delimited body, or cut short)
+END_CONNECT_ERROR = "connect_error"
+END_TIMEOUT_TTFT = "timeout_ttft"
+END_STALL = "stall"
+END_TIMEOUT_TOTAL = "timeout_total"
+END_RESET = "reset"
+END_PROTOCOL = "protocol_error"
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Separate limits, as operators configure them: connect, first content, silence
+    between reads once content flows, and the whole request."""
+
+    connect_s: float = 10.0
+    ttft_s: float = 120.0
+    stall_s: float = 60.0
+    total_s: float = 600.0
+
+
+@dataclass
+class RawExchange:
+    """Everything one request saw on the wire, with the perf_counter_ns of each read."""
+
+    sent_ns: int = 0
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    reads: list[tuple[int, bytes]] = field(default_factory=list)  # de-chunked body pieces
+    end_ns: int = 0
+    end: str = END_EOF
+    error: str | None = None
+    first_content_ns: int | None = None  # set by the early-content detector, if any
+
+
+class ChunkedDecoder:
+    """Undoes HTTP/1.1 chunked framing incrementally; knows when the body is complete."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._remaining = 0  # payload bytes left in the current chunk
+        self._need_crlf = False  # after a chunk's payload
+        self.done = False
+
+    def feed(self, data: bytes) -> bytes:
+        """Return the payload bytes carried by `data`. Raises ValueError on bad framing."""
+        buf = self._buf + data if self._buf else data
+        out: list[bytes] = []
+        pos = 0
+        n = len(buf)
+        while pos < n and not self.done:
+            if self._remaining:
+                take = min(self._remaining, n - pos)
+                out.append(buf[pos : pos + take])
+                pos += take
+                self._remaining -= take
+                if self._remaining == 0:
+                    self._need_crlf = True
+                continue
+            if self._need_crlf:
+                if n - pos < 2:
+                    break
+                if buf[pos : pos + 2] != b"\r\n":
+                    raise ValueError("chunk not followed by CRLF")
+                pos += 2
+                self._need_crlf = False
+                continue
+            eol = buf.find(b"\r\n", pos)
+            if eol < 0:
+                if n - pos > 1024:
+                    raise ValueError("chunk size line too long")
+                break
+            size_text = buf[pos:eol].split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise ValueError(f"bad chunk size {size_text[:20]!r}") from None
+            pos = eol + 2
+            if size == 0:
+                self.done = True  # trailers, if any, are ignored
+                break
+            self._remaining = size
+        self._buf = buf[pos:] if not self.done else b""
+        return b"".join(out)
+
+
+def stream_request(
+    base_url: str,
+    request: HttpRequest,
+    timeouts: Timeouts,
+    *,
+    first_content: Callable[[bytes], bool] | None = None,
+    clock: Callable[[], int] = time.perf_counter_ns,
+    sock: socket.socket | None = None,
+) -> tuple[RawExchange, socket.socket | None]:
+    """Send one request and read the whole response as it arrives.
+
+    `first_content(payload_so_far)` tells, while no content has been seen, whether the
+    body bytes so far hold a content event; until it says yes the TTFT limit applies,
+    after it the stall limit. Returns the exchange and the socket when it may be reused
+    (keep-alive, body complete), else None.
+    """
+    ex = RawExchange()
+    parts = urlsplit(base_url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if parts.scheme == "https":
+        raise ValueError("https targets are not supported by the streaming client yet")
+    start_ns = clock()
+    if sock is None:
+        try:
+            sock = socket.create_connection((host, port), timeout=timeouts.connect_s)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            ex.sent_ns = ex.end_ns = clock()
+            ex.end, ex.error = END_CONNECT_ERROR, f"{type(exc).__name__}: {exc}"
+            return ex, None
+    head = _request_head(request, parts.netloc or host)
+    try:
+        ex.sent_ns = clock()
+        sock.sendall(head + request.body)
+    except OSError as exc:
+        ex.end_ns = clock()
+        ex.end, ex.error = END_CONNECT_ERROR, f"send failed: {type(exc).__name__}: {exc}"
+        _close(sock)
+        return ex, None
+    reusable = _read_response(sock, ex, timeouts, start_ns, first_content, clock)
+    if not reusable:
+        _close(sock)
+        return ex, None
+    return ex, sock
+
+
+def _request_head(request: HttpRequest, netloc: str) -> bytes:
+    lines = [f"{request.method} {request.path} HTTP/1.1", f"Host: {netloc}"]
+    lower = {k.lower() for k in request.headers}
+    for key, value in request.headers.items():
+        lines.append(f"{key}: {value}")
+    if "content-length" not in lower:
+        lines.append(f"Content-Length: {len(request.body)}")
+    if "accept" not in lower:
+        lines.append("Accept: text/event-stream, application/json")
+    lines.append("Connection: keep-alive")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _read_response(
+    sock: socket.socket,
+    ex: RawExchange,
+    timeouts: Timeouts,
+    start_ns: int,
+    first_content: Callable[[bytes], bool] | None,
+    clock: Callable[[], int],
+) -> bool:
+    """Fill `ex`; return True when the connection can carry another request."""
+    total_deadline = start_ns + int(timeouts.total_s * 1e9)
+    ttft_deadline = ex.sent_ns + int(timeouts.ttft_s * 1e9)
+    stall_ns = int(timeouts.stall_s * 1e9)
+    header_buf = b""
+    body_started = False
+    decoder: ChunkedDecoder | None = None
+    content_left: int | None = None
+    early_payload = b""  # body bytes kept only until first content is detected
+    awaiting_content = True  # the TTFT limit applies until content arrives
+    last_read_ns = ex.sent_ns
+    reads = ex.reads
+    recv = sock.recv
+    while True:
+        now = clock()
+        if awaiting_content:
+            deadline, on_expiry = ttft_deadline, END_TIMEOUT_TTFT
+        else:
+            deadline, on_expiry = last_read_ns + stall_ns, END_STALL
+        if total_deadline <= deadline:
+            deadline, on_expiry = total_deadline, END_TIMEOUT_TOTAL
+        remaining = deadline - now
+        if remaining <= 0:
+            ex.end_ns, ex.end = now, on_expiry
+            return False
+        sock.settimeout(remaining / 1e9)
+        try:
+            data = recv(RECV_BYTES)
+            ts = clock()  # the timestamp belongs to the read that delivered the bytes
+        except TimeoutError:
+            ex.end_ns, ex.end = clock(), on_expiry
+            return False
+        except OSError as exc:
+            ex.end_ns = clock()
+            ex.end, ex.error = END_RESET, f"{type(exc).__name__}: {exc}"
+            return False
+        if not data:
+            ex.end_ns = ts
+            if ex.status is None:
+                ex.end, ex.error = END_RESET, "connection closed before a response"
+                return False
+            ex.end = END_EOF
+            return False
+        last_read_ns = ts
+        if not body_started:
+            header_buf += data
+            split = header_buf.find(b"\r\n\r\n")
+            if split < 0:
+                if len(header_buf) > MAX_HEADER_BYTES:
+                    ex.end_ns, ex.end = ts, END_PROTOCOL
+                    ex.error = "response headers larger than 64 KiB"
+                    return False
+                continue
+            try:
+                _parse_head(header_buf[:split], ex)
+            except ValueError as exc:
+                ex.end_ns, ex.end, ex.error = ts, END_PROTOCOL, str(exc)
+                return False
+            body_started = True
+            te = ex.headers.get("transfer-encoding", "").lower()
+            if "chunked" in te:
+                decoder = ChunkedDecoder()
+            elif "content-length" in ex.headers:
+                try:
+                    content_left = int(ex.headers["content-length"])
+                except ValueError:
+                    ex.end_ns, ex.end, ex.error = ts, END_PROTOCOL, "bad Content-Length"
+                    return False
+            data = header_buf[split + 4 :]
+            header_buf = b""
+            if ex.status != 200:
+                awaiting_content = False  # an error body carries no content
+            if not data and content_left != 0:
+                continue
+        if decoder is not None:
+            try:
+                payload = decoder.feed(data)
+            except ValueError as exc:
+                ex.end_ns, ex.end, ex.error = ts, END_PROTOCOL, f"bad chunked framing: {exc}"
+                return False
+        else:
+            payload = data
+            if content_left is not None:
+                payload = data[:content_left]
+                content_left -= len(payload)
+        if payload:
+            reads.append((ts, payload))
+            if awaiting_content:
+                early_payload += payload
+                if first_content is None or first_content(early_payload):
+                    ex.first_content_ns = ts
+                    awaiting_content = False
+                    early_payload = b""
+        if (decoder is not None and decoder.done) or content_left == 0:
+            ex.end_ns, ex.end = ts, END_COMPLETE
+            return ex.headers.get("connection", "").lower() != "close"
+
+
+def _parse_head(head: bytes, ex: RawExchange) -> None:
+    lines = head.decode("latin-1").split("\r\n")
+    status_line = lines[0].split(" ", 2)
+    if len(status_line) < 2 or not status_line[0].startswith("HTTP/"):
+        raise ValueError(f"not an HTTP response: {lines[0][:60]!r}")
+    try:
+        ex.status = int(status_line[1])
+    except ValueError:
+        raise ValueError(f"bad status line {lines[0][:60]!r}") from None
+    for line in lines[1:]:
+        key, sep, value = line.partition(":")
+        if sep:
+            ex.headers[key.strip().lower()] = value.strip()
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass

@@ -1,0 +1,79 @@
+"""Open-loop load: one dispatcher per process and workload sends on the clock.
+
+Each arrival is sent at its scheduled time in its own greenlet, whatever the earlier
+requests are doing, so a slow server shows up as growing `ttft_from_schedule_ms` and not
+as a hidden client queue (coordinated omission). The schedule is shared and seeded: this
+process takes its own share of it (see the planner), so N workers together replay the
+same arrival process one would. An arrival over the in-flight cap is dropped and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import gevent
+from gevent.pool import Group
+
+from zerohop.loadgen.runtime import runtime_of
+from zerohop.loadgen.workload_binding import binding_for, to_request_spec
+
+log = logging.getLogger("zerohop")
+_KEY = "dispatchers"
+
+
+def start_open_loop_dispatchers(environment: Any) -> None:
+    from zerohop.loadgen.users import LLMUser
+
+    rt = runtime_of(environment)
+    running: dict[str, gevent.Greenlet] = rt.extras.setdefault(_KEY, {})
+    for user_class in environment.user_classes:
+        if not (isinstance(user_class, type) and issubclass(user_class, LLMUser)):
+            continue
+        if user_class.__name__ in running:
+            continue
+        binding = binding_for(environment, user_class)
+        if binding.open_loop:
+            running[user_class.__name__] = gevent.spawn(_dispatch, environment, user_class)
+
+
+def stop_open_loop_dispatchers(environment: Any) -> None:
+    rt = runtime_of(environment)
+    for greenlet in rt.extras.pop(_KEY, {}).values():
+        greenlet.kill(block=True)
+
+
+def _dispatch(environment: Any, user_class: type) -> None:
+    from zerohop.loadgen.users import measure_and_report
+
+    rt = runtime_of(environment)
+    binding = binding_for(environment, user_class)
+    client = binding.new_client(environment)
+    cap = getattr(binding.spec.load, "max_in_flight", None)
+    cap_here = None if cap is None else max(1, cap // max(1, _worker_count(environment)))
+    requests = Group()
+    start_ns = time.perf_counter_ns()
+    try:
+        for planned in binding.planner.schedule():
+            due_ns = start_ns + int(planned.scheduled_offset_s * 1e9)
+            wait_s = (due_ns - time.perf_counter_ns()) / 1e9
+            if wait_s > 0:
+                gevent.sleep(wait_s)
+            if rt.draining:
+                break
+            if cap_here is not None and len(requests) >= cap_here:
+                rt.counters.dropped_arrivals += 1
+                continue
+            spec = to_request_spec(planned, binding.model, scheduled_perf_ns=due_ns)
+            requests.spawn(measure_and_report, environment, client, spec)
+        # schedule exhausted (trace end): let the last requests finish
+        requests.join()
+    finally:
+        requests.kill(block=True)  # only reached with requests left when the run ends
+        client.close()
+
+
+def _worker_count(environment: Any) -> int:
+    opts = getattr(environment, "parsed_options", None)
+    return int(getattr(opts, "zh_worker_count", 0) or 1)

@@ -1,0 +1,262 @@
+"""Locust event hooks: the edges where zerohop meets Locust's lifecycle.
+
+`install(events)` is called by every file in `loadtests/`; it registers the listeners
+once. Each listener is short and delegates: options (`options.py`), records
+(`runtime.py`), the embedded target (`embedded.py`), telemetry, the results folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gevent
+
+from zerohop import results
+from zerohop.loadgen import options as opt
+from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
+
+log = logging.getLogger("zerohop")
+_INSTALLED = "_zerohop_hooks_installed"
+EXIT_BAD_INPUT = 2
+EXIT_UNREACHABLE = 3
+
+
+def install(events: Any) -> None:
+    if getattr(events, _INSTALLED, False):
+        return
+    setattr(events, _INSTALLED, True)
+    events.init_command_line_parser.add_listener(opt.add_arguments)
+    events.init.add_listener(_on_init)
+    events.test_start.add_listener(_on_test_start)
+    events.test_stopping.add_listener(_on_test_stopping)
+    events.test_stop.add_listener(_on_test_stop)
+    events.quitting.add_listener(_on_quitting)
+
+
+def _role(runner: Any) -> str:
+    from locust.runners import MasterRunner, WorkerRunner
+
+    if isinstance(runner, MasterRunner):
+        return "master"
+    if isinstance(runner, WorkerRunner):
+        return "worker"
+    return "local"
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    """Bad input at start-up: one line, the documented exit code, no traceback."""
+    print(f"zerohop: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+# --- init -----------------------------------------------------------------------------
+def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
+    if runner is None:
+        return
+    rt = ProcessRuntime(role=_role(runner))
+    environment.zerohop_runtime = rt
+    if rt.role == "worker":
+        rt.send = runner.send_message
+        runner.register_message(MSG_DRAIN, lambda msg, **kw: _worker_drain(environment),
+                                concurrent=True)
+        return
+    _validate_options(environment)
+    if not environment.host:
+        _start_embedded_target(environment, rt)
+    _open_results(environment, rt)
+    if rt.role == "master":
+        runner.register_message(MSG_RECORDS, lambda msg, **kw: _master_receive(rt, msg))
+        runner.register_message(MSG_DRAINED, lambda msg, **kw: _master_drained(rt, msg))
+
+
+def _validate_options(environment: Any) -> None:
+    from zerohop.loadgen.workload_binding import load_workloads
+
+    try:
+        opt.parse_slo(opt.option(environment, "zh_slo"))
+        load_workloads(opt.option(environment, "zh_workload"))
+        _telemetry_sources(environment)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
+    if opt.option(environment, "zh_no_embedded"):
+        _fail("no --host given and --no-embedded set: nothing to test", EXIT_BAD_INPUT)
+    import shlex
+
+    from zerohop.sim.launcher import start_sim
+
+    args = shlex.split(opt.option(environment, "zh_sim_args") or "")
+    try:
+        rt.sim = start_sim(args)
+    except Exception as exc:  # the embedded target could not start: refuse to guess a host
+        _fail(f"no --host given and the embedded target could not start: {exc}",
+              EXIT_UNREACHABLE)
+    environment.host = rt.sim.url
+    log.info("zerohop: no --host given; embedded target started at %s", rt.sim.url)
+
+
+def _open_results(environment: Any, rt: ProcessRuntime) -> None:
+    run_dir_opt = opt.option(environment, "zh_run_dir")
+    if run_dir_opt:
+        rt.run_dir = Path(run_dir_opt)
+        rt.run_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        rt.run_dir = results.new_run_dir(
+            Path(opt.option(environment, "zh_results_dir")), opt.option(environment, "zh_run_name")
+        )
+    rt.sink = results.RecordSink(rt.run_dir, "locust-" + rt.role)
+    manifest = results.read_manifest(rt.run_dir)
+    if not manifest:  # `zerohop run` writes its own, richer manifest first
+        opts = getattr(environment, "parsed_options", None)
+        results.start_manifest(
+            rt.run_dir,
+            name=opt.option(environment, "zh_run_name"),
+            target={"url": environment.host, "kind": "embedded" if rt.sim else "external",
+                    "api": opt.option(environment, "zh_api")},
+            slo=opt.parse_slo(opt.option(environment, "zh_slo")),
+            config=dict(vars(opts)) if opts is not None else {},
+            locust={"role": rt.role},
+        )
+    log.info("zerohop: results folder %s", rt.run_dir)
+
+
+def _telemetry_sources(environment: Any) -> list[Any]:
+    spec = (opt.option(environment, "zh_telemetry") or "").strip()
+    try:
+        from zerohop.telemetry.spec import parse_telemetry_spec
+    except ImportError:
+        return []
+    # "prom" alone means: the target's own /metrics (known only once the host is)
+    parts = [p for p in spec.split(",") if p.strip() and p.strip() != "prom"]
+    return list(parse_telemetry_spec(",".join(parts)))
+
+
+# --- master side of the record flow ---------------------------------------------------
+def _master_receive(rt: ProcessRuntime, msg: Any) -> None:
+    rows = (msg.data or {}).get("rows", [])
+    if rt.sink is not None:
+        rt.sink.add_many(rows)
+
+
+def _master_drained(rt: ProcessRuntime, msg: Any) -> None:
+    drained = rt.extras.setdefault("drained", {})
+    drained[msg.node_id] = msg.data or {}
+
+
+def _worker_drain(environment: Any) -> None:
+    rt = runtime_of(environment)
+    rt.drain(opt.option(environment, "zh_drain_timeout"))
+    rt.flush_outbox()
+    if rt.send is not None:
+        rt.send(MSG_DRAINED, rt.counters.as_dict())
+
+
+# --- test start / stop ----------------------------------------------------------------
+def _on_test_start(environment: Any, **_: Any) -> None:
+    rt = getattr(environment, "zerohop_runtime", None)
+    if rt is None:
+        return
+    rt.draining = False
+    rt.extras["drained"] = {}
+    if rt.role == "master" and environment.parsed_options is not None:
+        # sent to the workers with the spawn message: each takes its share of a schedule
+        environment.parsed_options.zh_worker_count = environment.runner.worker_count
+    rt.start_sender()
+    if rt.role in ("local", "master"):
+        _start_telemetry(environment, rt)
+    if rt.role in ("local", "worker"):
+        from zerohop.loadgen.dispatcher import start_open_loop_dispatchers
+
+        start_open_loop_dispatchers(environment)
+
+
+def _start_telemetry(environment: Any, rt: ProcessRuntime) -> None:
+    if rt.telemetry is not None or rt.run_dir is None:
+        return
+    try:
+        from zerohop.telemetry.recorder import TelemetryRecorder
+        from zerohop.telemetry.spec import parse_telemetry_spec
+    except ImportError:
+        return
+    spec = (opt.option(environment, "zh_telemetry") or "").strip()
+    parts = []
+    for part in (p.strip() for p in spec.split(",")):
+        if part == "prom":
+            part = f"prom={environment.host.rstrip('/')}/metrics"
+        if part:
+            parts.append(part)
+    sources = parse_telemetry_spec(",".join(parts))
+    if not sources:
+        return
+    rt.telemetry = TelemetryRecorder(sources, rt.run_dir, anchor=rt.anchor)
+    rt.telemetry.start()
+
+
+def _on_test_stopping(environment: Any, **_: Any) -> None:
+    """Before Locust stops the users: drain every process that measures."""
+    rt = getattr(environment, "zerohop_runtime", None)
+    if rt is None:
+        return
+    timeout = float(opt.option(environment, "zh_drain_timeout"))
+    if rt.role == "local":
+        rt.drain(timeout)
+        return
+    if rt.role != "master":
+        return
+    runner = environment.runner
+    workers = [c.id for c in runner.clients.all]
+    rt.extras["drained"] = {}
+    for worker_id in workers:
+        runner.send_message(MSG_DRAIN, None, client_id=worker_id)
+    deadline = time.monotonic() + timeout + 5.0
+    while time.monotonic() < deadline:
+        alive = {c.id for c in runner.clients.all if c.state != "missing"}
+        if alive.issubset(rt.extras["drained"].keys()):
+            break
+        gevent.sleep(0.05)
+
+
+def _on_test_stop(environment: Any, **_: Any) -> None:
+    rt = getattr(environment, "zerohop_runtime", None)
+    if rt is None:
+        return
+    if rt.role in ("local", "worker"):
+        from zerohop.loadgen.dispatcher import stop_open_loop_dispatchers
+
+        stop_open_loop_dispatchers(environment)
+    rt.stop_sender()
+
+
+def _on_quitting(environment: Any, **_: Any) -> None:
+    rt = getattr(environment, "zerohop_runtime", None)
+    if rt is None or rt.role == "worker":
+        return
+    try:
+        rt.stop_sender()
+        if rt.telemetry is not None:
+            rt.telemetry.stop()
+        if rt.sink is not None:
+            rt.sink.close()
+        if rt.run_dir is not None:
+            results.consolidate(rt.run_dir)
+            counters = rt.counters.as_dict()
+            for data in rt.extras.get("drained", {}).values():
+                for key in ("dropped_arrivals", "cancelled"):
+                    counters[key] = counters.get(key, 0) + int(data.get(key, 0))
+            code = getattr(environment, "process_exit_code", None)
+            results.finish_manifest(
+                rt.run_dir,
+                status="completed" if rt.extras.get("end_reason") is None else "interrupted",
+                end_reason=rt.extras.get("end_reason") or "finished",
+                counters=counters,
+                locust_exit_code=code,
+            )
+    finally:
+        if rt.sim is not None:
+            rt.sim.stop()

@@ -1,0 +1,109 @@
+"""zerohop's flags inside Locust (`locust -f loadtests/ --help` lists them).
+
+Locust sends these to its workers with every spawn message, so a worker sees the same
+values as the master without extra plumbing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    "zh_workload": [],
+    "zh_api": "openai-chat",
+    "zh_model": "",
+    "zh_results_dir": "results",
+    "zh_run_name": "locust",
+    "zh_run_dir": "",
+    "zh_slo": "",
+    "zh_telemetry": "prom",
+    "zh_ttft_timeout": 120.0,
+    "zh_stall_timeout": 60.0,
+    "zh_total_timeout": 600.0,
+    "zh_seed": 1234,
+    "zh_sim_args": "",
+    "zh_drain_timeout": 10.0,
+    "zh_no_embedded": False,
+}
+
+
+def add_arguments(parser: Any) -> None:
+    group = parser.add_argument_group("zerohop", "LLM workload options (zerohop)")
+    group.add_argument(
+        "--workload", dest="zh_workload", action="append", default=[],
+        help="Workload YAML file(s); each user class takes the workload of its kind. "
+        "Default: the files shipped in workloads/.",
+    )
+    group.add_argument(
+        "--api", dest="zh_api", default=DEFAULTS["zh_api"],
+        choices=["openai-chat", "openai-completions", "anthropic"],
+        help="Streaming API flavour (a workload file may override it).",
+    )
+    group.add_argument(
+        "--model", dest="zh_model", default="",
+        help="Model name to request (default: the target's first model from /v1/models).",
+    )
+    group.add_argument(
+        "--results-dir", dest="zh_results_dir", default=DEFAULTS["zh_results_dir"],
+        help="Folder that receives one results folder per run.",
+    )
+    group.add_argument("--run-name", dest="zh_run_name", default=DEFAULTS["zh_run_name"],
+                       help="Name appended to the run folder's timestamp.")
+    group.add_argument("--run-dir", dest="zh_run_dir", default="", include_in_web_ui=False,
+                       help="Use this exact run folder (created by `zerohop run`).")
+    group.add_argument("--slo", dest="zh_slo", default="",
+                       help="SLOs for goodput, e.g. ttft_p99_ms=500,tpot_p99_ms=50.")
+    group.add_argument(
+        "--telemetry", dest="zh_telemetry", default=DEFAULTS["zh_telemetry"],
+        help="Telemetry sources: nvml, prom (the target's /metrics), prom=URL, loadgen; "
+        "comma-separated, or none.",
+    )
+    group.add_argument("--ttft-timeout", dest="zh_ttft_timeout", type=float,
+                       default=DEFAULTS["zh_ttft_timeout"], help="Seconds to first content.")
+    group.add_argument("--stall-timeout", dest="zh_stall_timeout", type=float,
+                       default=DEFAULTS["zh_stall_timeout"],
+                       help="Seconds of silence mid-stream before a request is a stall.")
+    group.add_argument("--total-timeout", dest="zh_total_timeout", type=float,
+                       default=DEFAULTS["zh_total_timeout"], help="Seconds for a whole request.")
+    group.add_argument("--seed", dest="zh_seed", type=int, default=DEFAULTS["zh_seed"],
+                       help="Seed for prompts, lengths and arrivals (one stream per worker).")
+    group.add_argument("--sim-args", dest="zh_sim_args", default="", include_in_web_ui=False,
+                       help="Extra arguments for the embedded target (when no --host).")
+    group.add_argument("--drain-timeout", dest="zh_drain_timeout", type=float,
+                       default=DEFAULTS["zh_drain_timeout"],
+                       help="Seconds to let in-flight requests finish at the end of a run.")
+    group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
+                       default=False, include_in_web_ui=False,
+                       help="Never start the embedded target; fail without --host.")
+
+
+def option(environment: Any, name: str) -> Any:
+    """A zerohop option from Locust's parsed options, or its default (tests and library
+    use create an Environment without a parser)."""
+    opts = getattr(environment, "parsed_options", None)
+    if opts is not None and hasattr(opts, name):
+        return getattr(opts, name)
+    return DEFAULTS[name]
+
+
+def parse_slo(text: str) -> dict[str, float]:
+    """`ttft_p99_ms=500,tpot_p99_ms=50` → {"ttft_p99_ms": 500.0, ...}; ValueError names
+    the bad part."""
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--slo: {part!r} is not NAME=VALUE")
+        key = key.strip()
+        if not (key.endswith("_ms") and "_p" in key):
+            raise ValueError(f"--slo: {key!r} is not like ttft_p99_ms / tpot_p50_ms / e2e_p99_ms")
+        metric = key.split("_p", 1)[0]
+        if metric not in ("ttft", "tpot", "itl", "e2e"):
+            raise ValueError(f"--slo: unknown metric {metric!r} (ttft, tpot, itl, e2e)")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"--slo: {key}={value!r} is not a number") from None
+        if number <= 0:
+            raise ValueError(f"--slo: {key} must be > 0")
+        out[key] = number
+    return out
