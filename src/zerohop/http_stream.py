@@ -10,6 +10,7 @@ gevent's, so every blocking call here yields to the hub.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Callable
@@ -290,7 +291,5 @@ def _parse_head(head: bytes, ex: RawExchange) -> None:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.close()
-    except OSError:
-        pass

@@ -7,6 +7,7 @@ knows nothing of Locust; the Locust users call it and fire Locust's events.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import socket
@@ -19,7 +20,11 @@ from zerohop.measure import build_record, content_detector
 from zerohop.protocols import ApiAdapter, GenerationRequest
 from zerohop.records import ClockAnchor, RequestRecord
 
-_PROCESS_TAG = f"{socket.gethostname()}:{os.getpid()}"
+
+def process_tag() -> str:
+    """`host:pid` of the measuring process (computed when asked: Locust forks workers
+    after import)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass
@@ -75,7 +80,7 @@ class LLMClient:
             api=self.adapter.name,
             model=spec.generation.model,
             adapter=spec.adapter,
-            worker=_PROCESS_TAG,
+            worker=process_tag(),
             target_input_tokens=spec.target_input_tokens,
             max_tokens=spec.generation.max_tokens,
             logical_request_id=spec.logical_request_id or rid,
@@ -108,10 +113,8 @@ class LLMClient:
 
     def close(self) -> None:
         while self._idle:
-            try:
+            with contextlib.suppress(OSError):
                 self._idle.pop().close()
-            except OSError:
-                pass
 
 
 def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: ClockAnchor,
@@ -119,7 +122,7 @@ def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: Clock
     """The record of a request cut off by the end of the run: kept, never dropped."""
     record = RequestRecord(
         request_id=request_id, workload=spec.workload, api=api, model=spec.generation.model,
-        adapter=spec.adapter, worker=_PROCESS_TAG, outcome=rec.CANCELLED,
+        adapter=spec.adapter, worker=process_tag(), outcome=rec.CANCELLED,
         target_input_tokens=spec.target_input_tokens, max_tokens=spec.generation.max_tokens,
         logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
     )

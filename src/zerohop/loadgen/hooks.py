@@ -89,11 +89,11 @@ def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
         _fail("no --host given and --no-embedded set: nothing to test", EXIT_BAD_INPUT)
     import shlex
 
-    from zerohop.sim.launcher import start_sim
+    from zerohop.embedded import start_embedded_target
 
     args = shlex.split(opt.option(environment, "zh_sim_args") or "")
     try:
-        rt.sim = start_sim(args)
+        rt.sim = start_embedded_target(args)
     except Exception as exc:  # the embedded target could not start: refuse to guess a host
         _fail(f"no --host given and the embedded target could not start: {exc}",
               EXIT_UNREACHABLE)

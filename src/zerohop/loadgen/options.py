@@ -23,11 +23,13 @@ DEFAULTS: dict[str, Any] = {
     "zh_sim_args": "",
     "zh_drain_timeout": 10.0,
     "zh_no_embedded": False,
+    "zh_rate_override": 0.0,
+    "zh_worker_count": 0,
 }
 
 
 def add_arguments(parser: Any) -> None:
-    group = parser.add_argument_group("zerohop", "LLM workload options (zerohop)")
+    group = parser  # Locust's own parser: its web-UI flags work only there
     group.add_argument(
         "--workload", dest="zh_workload", action="append", default=[],
         help="Workload YAML file(s); each user class takes the workload of its kind. "
@@ -71,6 +73,9 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--drain-timeout", dest="zh_drain_timeout", type=float,
                        default=DEFAULTS["zh_drain_timeout"],
                        help="Seconds to let in-flight requests finish at the end of a run.")
+    group.add_argument("--rate-override", dest="zh_rate_override", type=float, default=0.0,
+                       help="Total open-loop Poisson rate (req/s) for all workloads, split by "
+                       "weight; replaces the files' load sections.")
     group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Never start the embedded target; fail without --host.")

@@ -48,18 +48,12 @@ class WorkloadBinding:
     model: str
     planner: Any
     open_loop: bool
-    rng: np.random.Generator
 
     def next_spec(self) -> RequestSpec:
         return to_request_spec(self.planner.next_request(), self.model)
 
     def think_time_s(self) -> float:
-        load = getattr(self.spec, "load", None)
-        if load is None or getattr(load, "kind", "") != "closed":
-            return 0.0
-        if load.think_time == "exponential" and load.think_time_s > 0:
-            return float(self.rng.exponential(load.think_time_s))
-        return float(load.think_time_s)
+        return float(self.planner.think_time_s())
 
     def new_client(self, environment: Any) -> LLMClient:
         return LLMClient(
@@ -89,17 +83,16 @@ def binding_for(environment: Any, user_class: type) -> WorkloadBinding:
 def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     from zerohop.workloads.plans import make_planner
 
-    spec = _spec_for(environment, user_class)
+    spec = _with_rate_override(environment, user_class, _spec_for(environment, user_class))
     api = spec.api or opt.option(environment, "zh_api")
     model = spec.model or opt.option(environment, "zh_model") or first_model(environment.host)
     index, count = worker_position(environment)
     seed = spec.seed if spec.seed is not None else int(opt.option(environment, "zh_seed"))
     calibration = calibration_for(environment, api, model)
     planner = make_planner(spec, seed=seed, worker_index=index, worker_count=count,
-                           calibration=calibration)
+                           calibration=calibration, default_api=api)
     open_loop = getattr(spec.load, "kind", "closed") != "closed"
-    return WorkloadBinding(spec=spec, api=api, model=model, planner=planner,
-                           open_loop=open_loop, rng=np.random.default_rng([seed, index, 7]))
+    return WorkloadBinding(spec=spec, api=api, model=model, planner=planner, open_loop=open_loop)
 
 
 def _spec_for(environment: Any, user_class: type) -> Any:
@@ -116,6 +109,20 @@ def _spec_for(environment: Any, user_class: type) -> Any:
     return specs[0]
 
 
+def _with_rate_override(environment: Any, user_class: type, spec: Any) -> Any:
+    """`--rate R`: every non-trace workload becomes open-loop Poisson at its weight's share
+    of R (a derived spec; the validated one is not changed)."""
+    rate = float(opt.option(environment, "zh_rate_override") or 0.0)
+    if rate <= 0 or spec.kind == "trace_replay":
+        return spec
+    from zerohop.workloads.spec import OpenLoad
+
+    weights = [getattr(c, "weight", 1) for c in environment.user_classes
+               if getattr(c, "workload_kind", "") not in ("", "trace_replay")]
+    share = getattr(user_class, "weight", 1) / max(sum(weights), 1)
+    return spec.model_copy(update={"load": OpenLoad(kind="open", rate_rps=rate * share)})
+
+
 def worker_position(environment: Any) -> tuple[int, int]:
     """(index, count) of this process among the processes that generate load."""
     runner = environment.runner
@@ -129,7 +136,7 @@ def first_model(host: str) -> str:
     """The target's first model from /v1/models (what a user would pick by default)."""
     url = host.rstrip("/") + "/v1/models"
     try:
-        with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - user's target
+        with urllib.request.urlopen(url, timeout=10) as resp:
             data = json.loads(resp.read())
         return str(data["data"][0]["id"])
     except Exception as exc:

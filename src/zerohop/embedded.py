@@ -1,0 +1,20 @@
+"""The embedded target as the suite starts it when the user names no host."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EMBEDDED_TARGET_CONFIG = Path(__file__).resolve().parent / "data" / "embedded_target.yaml"
+
+
+def start_embedded_target(extra_args: Sequence[str] = (), **kwargs: Any) -> Any:
+    """Start `zerohop sim` with the suite's default config (LoRA adapters, 128k context)
+    in its own process on a free loopback port; the caller stops it."""
+    from zerohop.sim.launcher import start_sim
+
+    args = list(extra_args)
+    if "--config" not in args:
+        args = ["--config", str(EMBEDDED_TARGET_CONFIG), *args]
+    return start_sim(args, **kwargs)

@@ -1,0 +1,340 @@
+"""`zerohop run`: the one command a new user runs first.
+
+Start the embedded target unless a host is given, run the workloads through real Locust
+(headless; `--workers N` for master + N worker processes), sample telemetry, run the GPU
+microbenchmarks when a CUDA device is present, write the results folder and the report,
+print a summary and the report's path.
+
+Exit codes: 0 ok · 1 an SLO was missed · 2 bad input · 3 target unreachable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from zerohop import results
+
+EXIT_OK, EXIT_SLO, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
+LOADTESTS = Path(__file__).resolve().parents[2] / "loadtests"
+CLASS_NAMES = ("ShortQueryFlood", "LongContextSummarisation", "LoRAMix", "TraceReplay")
+
+
+class RunError(Exception):
+    """An error with its exit code, shown as one line."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class RunPlan:
+    host: str | None
+    api: str
+    workloads: list[Path]
+    classes: list[str]
+    users: int
+    rate: float | None
+    duration_s: float
+    telemetry: str
+    slo: dict[str, float]
+    name: str
+    workers: int
+    results_dir: Path
+    seed: int
+    sim_args: list[str] = field(default_factory=list)
+    model: str = ""
+    report: bool = True
+    microbench: str = "auto"
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `2m`, `1h30m` → seconds."""
+    text = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"--duration: {text!r} is not like 30s, 2m or 1h30m")
+    return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+
+
+@click.command("run")
+@click.option("--host", default=None, help="Target base URL (default: start the embedded target).")
+@click.option("--api", type=click.Choice(["openai-chat", "openai-completions", "anthropic"]),
+              default="openai-chat", show_default=True, help="Streaming API.")
+@click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
+              help="Workload YAML file (repeatable). Default: all four shipped workloads.")
+@click.option("--only", "classes", multiple=True, type=click.Choice(CLASS_NAMES),
+              help="Run only these workload classes (repeatable).")
+@click.option("--users", type=int, default=None, help="Concurrent Locust users (closed loop).")
+@click.option("--rate", type=float, default=None,
+              help="Total open-loop arrival rate, req/s (Poisson) instead of the files' load.")
+@click.option("--duration", default="30s", show_default=True, help="Run time: 30s, 2m, 1h.")
+@click.option("--telemetry", default="prom,loadgen", show_default=True,
+              help="Sources: nvml, prom (the target's /metrics), prom=URL, loadgen; or none.")
+@click.option("--slo", default="", help="e.g. ttft_p99_ms=500,tpot_p99_ms=50 (exit 1 if missed).")
+@click.option("--name", default="run", show_default=True, help="Run name (folder suffix).")
+@click.option("--workers", type=int, default=0, show_default=True,
+              help="Locust worker processes (distributed mode); 0 = one process.")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
+              show_default=True)
+@click.option("--model", default="", help="Model to request (default: the target's first).")
+@click.option("--seed", type=int, default=1234, show_default=True)
+@click.option("--sim-args", default="", help="Extra arguments for the embedded target.")
+@click.option("--no-report", is_flag=True, help="Skip building report.html.")
+@click.option("--microbench", type=click.Choice(["auto", "on", "off"]), default="auto",
+              show_default=True, help="GPU microbenchmarks (auto: when a CUDA device exists).")
+@click.option("--compare-layer", is_flag=True,
+              help="Run twice, direct and through the layer, and report the layer's cost.")
+@click.option("--layer-url", default=None, help="With --compare-layer and --host: the gateway URL.")
+@click.option("--layer-args", default="--per-request-ms 5", show_default=True,
+              help="Embedded layer's options (with --compare-layer and no --layer-url).")
+def run_command(**kw: Any) -> None:
+    """Run the workloads against a target, sample telemetry, write results and report."""
+    try:
+        plan = _plan_from_flags(kw)
+        if kw["compare_layer"]:
+            code = run_compare_layer(plan, kw["layer_url"], shlex.split(kw["layer_args"]))
+        else:
+            code = run_once(plan).exit_code
+    except RunError as exc:
+        click.echo(f"zerohop: error: {exc}", err=True)
+        sys.exit(exc.code)
+    sys.exit(code)
+
+
+def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
+    from zerohop.loadgen.options import parse_slo
+    from zerohop.loadgen.workload_binding import load_workloads
+
+    try:
+        duration = parse_duration(kw["duration"])
+        slo = parse_slo(kw["slo"])
+        workloads = list(kw["workloads"])
+        load_workloads([str(p) for p in workloads])
+        if kw["users"] is not None and kw["users"] <= 0:
+            raise ValueError("--users must be > 0")
+        if kw["rate"] is not None and kw["rate"] <= 0:
+            raise ValueError("--rate must be > 0")
+        if kw["users"] is not None and kw["rate"] is not None:
+            raise ValueError("--users and --rate are exclusive (closed or open loop)")
+        if kw["workers"] < 0:
+            raise ValueError("--workers must be >= 0")
+        if duration <= 0:
+            raise ValueError("--duration must be > 0")
+        if kw["host"] and not re.match(r"^https?://[^/\s]+", kw["host"]):
+            raise ValueError(f"--host: {kw['host']!r} is not an http:// URL")
+        _check_telemetry(kw["telemetry"])
+    except ValueError as exc:  # WorkloadError is a ValueError
+        raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    return RunPlan(
+        host=kw["host"], api=kw["api"], workloads=workloads, classes=list(kw["classes"]),
+        users=kw["users"] or 8, rate=kw["rate"], duration_s=duration, telemetry=kw["telemetry"],
+        slo=slo, name=kw["name"], workers=kw["workers"], results_dir=kw["results_dir"],
+        seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
+        report=not kw["no_report"], microbench=kw["microbench"],
+    )
+
+
+def _check_telemetry(spec: str) -> None:
+    try:
+        from zerohop.telemetry.spec import parse_telemetry_spec
+    except ImportError:
+        return
+    parts = [p for p in spec.split(",") if p.strip() and p.strip() != "prom"]
+    parse_telemetry_spec(",".join(parts))
+
+
+# --- one run ---------------------------------------------------------------------------
+@dataclass
+class RunResult:
+    run_dir: Path
+    exit_code: int
+    report: Path | None
+
+
+def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -> RunResult:
+    sim = None
+    host = plan.host
+    if host is None:
+        from zerohop.embedded import start_embedded_target
+
+        try:
+            sim = start_embedded_target(plan.sim_args)
+        except Exception as exc:
+            raise RunError(f"the embedded target could not start: {exc}",
+                           EXIT_UNREACHABLE) from None
+        host = sim.url
+    try:
+        check_reachable(host)
+        run_dir = results.new_run_dir(plan.results_dir, plan.name)
+        results.start_manifest(
+            run_dir, name=plan.name,
+            target={"url": host, "kind": kind or ("embedded" if sim else "external"),
+                    "api": plan.api},
+            workloads=[str(p) for p in plan.workloads] or "default",
+            load={"mode": "open" if plan.rate else "closed", "users": plan.users,
+                  "rate_rps": plan.rate, "duration_s": plan.duration_s},
+            slo=plan.slo,
+            config={k: str(v) for k, v in vars(plan).items()},
+            locust={"workers": plan.workers},
+        )
+        if announce:
+            click.echo(f"zerohop: target {host} · results {run_dir}")
+        locust_code = _run_locust(plan, host, run_dir)
+        _maybe_microbench(plan, run_dir)
+    finally:
+        if sim is not None:
+            sim.stop()
+    return _finish(plan, run_dir, locust_code)
+
+
+def check_reachable(host: str) -> None:
+    """Exit 3 early, with one line, when nothing answers at the host."""
+    for path in ("/health", "/v1/models", "/"):
+        try:
+            with urllib.request.urlopen(host.rstrip("/") + path, timeout=5):
+                return
+        except urllib.error.HTTPError:
+            return  # something answers HTTP: reachable
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            last = f"{host} is unreachable: {reason}"
+            if isinstance(reason, ConnectionRefusedError | TimeoutError):
+                raise RunError(last, EXIT_UNREACHABLE) from None
+    raise RunError(last, EXIT_UNREACHABLE)
+
+
+def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "locust", "-f", str(LOADTESTS), "--headless",
+        "-u", str(plan.users), "-r", str(max(plan.users, 1)), "-t", f"{int(plan.duration_s)}s",
+        "--host", host, "--stop-timeout", "5", "--csv", str(run_dir / "locust"),
+        "--only-summary", "--loglevel", "WARNING",
+        "--run-dir", str(run_dir), "--api", plan.api, "--slo", _slo_text(plan.slo),
+        "--telemetry", plan.telemetry, "--seed", str(plan.seed), "--no-embedded",
+    ]
+    for path in plan.workloads:
+        cmd += ["--workload", str(path)]
+    if plan.model:
+        cmd += ["--model", plan.model]
+    if plan.rate is not None:
+        cmd += ["--rate-override", str(plan.rate)]
+    if plan.workers:
+        cmd += ["--processes", str(plan.workers)]
+    cmd += plan.classes
+    return cmd
+
+
+def _slo_text(slo: dict[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in slo.items())
+
+
+def _run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
+    from zerohop.progress import follow_progress
+
+    cmd = locust_command(plan, host, run_dir)
+    log_path = run_dir / "locust.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            follow_progress(proc, run_dir, plan.duration_s)
+        except KeyboardInterrupt:
+            proc.send_signal(2)
+            proc.wait(timeout=60)
+            results.update_manifest(run_dir, end_reason="SIGINT")
+            raise
+    code = proc.returncode
+    if code not in (0, 1):  # Locust exits 1 when any request failed
+        tail = log_path.read_text(errors="replace")[-1500:]
+        if "zerohop: error:" in tail:
+            line = tail[tail.rindex("zerohop: error:"):].splitlines()[0]
+            raise RunError(line.removeprefix("zerohop: error: "), EXIT_BAD_INPUT)
+        raise RunError(f"locust exited with {code}; see {log_path}:\n{tail}", EXIT_BAD_INPUT)
+    return code
+
+
+def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
+    if plan.microbench == "off":
+        return
+    try:
+        from zerohop.microbench.runner import cuda_available, run_microbench
+    except ImportError:
+        return
+    available, reason = cuda_available()
+    if not available:
+        if plan.microbench == "on":
+            click.echo(f"zerohop: microbenchmarks skipped: {reason}")
+        return
+    run_microbench(run_dir / "microbench.json", quick=True)
+
+
+def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
+    from zerohop.summary import print_summary, slo_verdict
+
+    report_path = None
+    if plan.report:
+        from zerohop.report.render import build_report
+
+        report_path = build_report(run_dir)
+    verdict = slo_verdict(run_dir, plan.slo)
+    print_summary(run_dir, verdict)
+    manifest = results.read_manifest(run_dir)
+    results.update_manifest(run_dir, slo_verdict=verdict)
+    if manifest.get("status") == "running":
+        results.finish_manifest(run_dir, status="completed", end_reason="finished")
+    if report_path is not None:
+        click.echo(f"report: {report_path}")
+    return RunResult(run_dir, EXIT_SLO if verdict.get("failed") else EXIT_OK, report_path)
+
+
+# --- direct vs through the layer -------------------------------------------------------
+def run_compare_layer(plan: RunPlan, layer_url: str | None, layer_args: list[str]) -> int:
+    """The same workload direct and through one extra hop; the comparison page prices it."""
+    from zerohop.report.render import build_comparison
+
+    sim = None
+    proxy = None
+    host = plan.host
+    try:
+        if host is None:
+            from zerohop.embedded import start_embedded_target
+
+            sim = start_embedded_target(plan.sim_args)
+            host = sim.url
+        if layer_url is None:
+            from zerohop.sim.launcher import start_proxy
+
+            proxy = start_proxy(host, layer_args)
+            layer_url = proxy.url
+        direct = run_once(_with(plan, host=host, name=plan.name + "-direct"), kind="embedded")
+        layered = run_once(_with(plan, host=layer_url, name=plan.name + "-layer"), kind="layer")
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        if sim is not None:
+            sim.stop()
+    out = layered.run_dir.parent / f"compare-{direct.run_dir.name}-vs-layer.html"
+    build_comparison([direct.run_dir, layered.run_dir], out)
+    click.echo(f"comparison: {out}")
+    return max(direct.exit_code, layered.exit_code)
+
+
+def _with(plan: RunPlan, **changes: Any) -> RunPlan:
+    data = dict(vars(plan))
+    data.update(changes)
+    return RunPlan(**data)
+

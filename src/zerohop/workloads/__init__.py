@@ -1,0 +1,21 @@
+"""Workloads: what to send and when, as pure, seeded values.
+
+Nothing here knows Locust or HTTP, and importing it does nothing. The modules, in the
+order data flows through them:
+
+* `spec`: the strict YAML model. `load_workload_file(path) -> WorkloadFile` (its
+  `.workloads` is a list of `ShortQueryFloodSpec | LongContextSpec | LoraMixSpec |
+  TraceReplaySpec`, discriminated on `kind`); errors are one `WorkloadError` naming the
+  file and field path.
+* `prompts`: `PromptBuilder(seed).build_text(n_units, rng)`, `TokenCalibration.fit(
+  [(units, prompt_tokens), ...]).units_for_tokens(n)`, `default_calibration(api)`,
+  `token_ids(n, rng, vocab_size)`.
+* `shapes` / `arrivals`: rate curves (ramp, step, spike, piecewise) and arrival processes
+  (poisson, gamma with CV, constant) by time rescaling; `worker_share` splits one shared
+  schedule across workers; `InFlightLimiter` drops and counts arrivals over a cap.
+* `traces`: `read_trace(path, format) -> list[TraceRequest]` for Azure CSV, Mooncake
+  JSONL and ShareGPT JSON; `replay_window(..., speed=...)`.
+* `plans`: `make_planner(spec, seed=, worker_index=, worker_count=) -> Planner` with
+  `next_request()` (closed loop) and `schedule()` (open loop and traces), each giving
+  `PlannedRequest`s.
+"""
