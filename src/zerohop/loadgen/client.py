@@ -131,4 +131,6 @@ def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: Clock
     record.end_ts = anchor.wall_s(time.perf_counter_ns())
     if spec.scheduled_perf_ns is not None:
         record.scheduled_ts = anchor.wall_s(spec.scheduled_perf_ns)
+        if sent_perf_ns is not None:
+            record.schedule_lag_ms = (sent_perf_ns - spec.scheduled_perf_ns) / 1e6
     return record

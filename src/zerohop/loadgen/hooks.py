@@ -164,6 +164,11 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         return
     rt.draining = False
     rt.extras["drained"] = {}
+    audit_dir = opt.option(environment, "zh_audit_dir")
+    if audit_dir and rt.audit is None and rt.role != "master":
+        from zerohop.loadgen.client import process_tag
+
+        rt.audit = results.RecordSink(Path(audit_dir), "audit-" + process_tag())
     if rt.role == "master" and environment.parsed_options is not None:
         # sent to the workers with the spawn message: each takes its share of a schedule
         environment.parsed_options.zh_worker_count = environment.runner.worker_count

@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "zh_no_embedded": False,
     "zh_rate_override": 0.0,
     "zh_worker_count": 0,
+    "zh_audit_dir": "",
 }
 
 
@@ -76,6 +77,10 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--rate-override", dest="zh_rate_override", type=float, default=0.0,
                        help="Total open-loop Poisson rate (req/s) for all workloads, split by "
                        "weight; replaces the files' load sections.")
+    group.add_argument("--audit-records-dir", dest="zh_audit_dir", default="",
+                       include_in_web_ui=False,
+                       help="Also keep every process's own copy of its records here (to "
+                       "audit that the master's results hold each exactly once).")
     group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Never start the embedded target; fail without --host.")

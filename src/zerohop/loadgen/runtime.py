@@ -50,6 +50,7 @@ class ProcessRuntime:
     anchor: ClockAnchor = field(default_factory=ClockAnchor.now)
     run_dir: Path | None = None
     sink: RecordSink | None = None
+    audit: RecordSink | None = None  # this process's own copy, when auditing
     counters: Counters = field(default_factory=Counters)
     draining: bool = False
     in_flight: int = 0
@@ -66,6 +67,8 @@ class ProcessRuntime:
         """Keep one finished record: straight into the sink, or queued for the master."""
         row = record.to_row()
         self.counters.sent += 1
+        if self.audit is not None:
+            self.audit.add(row)
         if self.sink is not None:
             self.sink.add(row)
         else:
@@ -97,8 +100,9 @@ class ProcessRuntime:
             self._sender.kill(block=True)
             self._sender = None
         self.flush_outbox()
-        if self.sink is not None:
-            self.sink.flush()
+        for sink in (self.sink, self.audit):
+            if sink is not None:
+                sink.flush()
 
     # --- the end-of-run drain ----------------------------------------------------
     def drain(self, timeout_s: float) -> None:

@@ -1,0 +1,40 @@
+"""Helpers to run real Locust processes against the embedded target."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LOADTESTS = REPO / "loadtests"
+
+
+def locust_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "locust", "-f", str(LOADTESTS), *args]
+
+
+def run_locust(args: list[str], *, timeout: float = 180, cwd: Path | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(locust_cmd(*args), capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd, env=env)
+
+
+def only_run_dir(results_dir: Path) -> Path:
+    runs = [p for p in results_dir.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+@pytest.fixture()
+def workload_file(tmp_path: Path):
+    def write(text: str, name: str = "w.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write

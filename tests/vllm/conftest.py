@@ -1,0 +1,54 @@
+"""The real-engine tier: one vLLM CPU server (tiny model + LoRA adapters a0..a3) per session.
+
+The vLLM venv is set up outside pytest (tools/vllm_cpu/setup_env.sh: minutes, ~3.5 GB).
+Without it these tests skip, unless ZEROHOP_REQUIRE_VLLM=1 (CI sets it right after
+running setup_env.sh), where a missing env fails loudly instead of passing as skipped.
+ZEROHOP_VLLM_SETUP=1 lets the fixture run setup_env.sh itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from zerohop.testing.vllm_cpu import (
+    VllmServer,
+    adapters_in,
+    build_tiny_model,
+    default_model_dir,
+    probe_env,
+    start_vllm,
+)
+
+_THIS_DIR = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/vllm belongs to the vllm (and integration) tiers."""
+    for item in items:
+        if _THIS_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.vllm)
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
+    """A running vLLM CPU server serving model `tiny` and adapters a0..a3 (max 2 at once)."""
+    probe = probe_env(setup=os.environ.get("ZEROHOP_VLLM_SETUP") == "1")
+    if probe.env is None:
+        message = (
+            f"vLLM CPU env not found at {probe.venv}: run tools/vllm_cpu/setup_env.sh "
+            f"({probe.reason})"
+        )
+        if os.environ.get("ZEROHOP_REQUIRE_VLLM") == "1":
+            pytest.fail(f"ZEROHOP_REQUIRE_VLLM=1 but {message}", pytrace=False)
+        pytest.skip(message)
+    model_dir = build_tiny_model(probe.env, default_model_dir())
+    log_path = tmp_path_factory.mktemp("vllm") / "server.log"
+    with start_vllm(
+        probe.env, model_dir, lora_adapters=adapters_in(model_dir), log_path=log_path
+    ) as server:
+        yield server
