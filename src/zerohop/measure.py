@@ -68,8 +68,13 @@ def build_record(
     anchor: ClockAnchor,
     *,
     scheduled_perf_ns: int | None = None,
+    pause: Callable[[], None] | None = None,
 ) -> RequestRecord:
-    """Fill `record` (identity fields already set) from what the wire delivered."""
+    """Fill `record` (identity fields already set) from what the wire delivered.
+
+    `pause`, when given, is called between reads while decoding, so a cooperative caller
+    (a gevent client timing other streams) can hand the CPU back: decoding must never
+    delay the timestamps of reads that are arriving meanwhile."""
     ex = exchange
     record.sent_ts = anchor.wall_s(ex.sent_ns)
     record.end_ts = anchor.wall_s(ex.end_ns)
@@ -89,18 +94,20 @@ def build_record(
         record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
         return record
 
-    decoded = _decode(ex, adapter)
+    decoded = _decode(ex, adapter, pause)
     _fill_timings(record, ex, decoded, anchor, scheduled_perf_ns)
     _fill_tokens(record, decoded)
     record.outcome = _outcome(ex, decoded, record)
     return record
 
 
-def _decode(ex: RawExchange, adapter: ApiAdapter) -> _Decoded:
+def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | None) -> _Decoded:
     parser = SSEParser()
     decoder = adapter.new_stream_decoder()
     out = _Decoded([], [], None, False, None, None)
     for ts, payload in ex.reads:
+        if pause is not None:
+            pause()
         try:
             events = parser.feed(payload)
             for event in events:

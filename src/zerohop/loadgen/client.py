@@ -12,6 +12,7 @@ import itertools
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from zerohop import records as rec
@@ -25,6 +26,18 @@ def process_tag() -> str:
     """`host:pid` of the measuring process (computed when asked: Locust forks workers
     after import)."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+YIELD_EVERY_NS = 100_000
+
+
+def cooperative_sleep0() -> Callable[[], None]:
+    """gevent.sleep(0) when running under gevent (Locust), else a no-op."""
+    try:
+        import gevent
+    except ImportError:
+        return lambda: None
+    return lambda: gevent.sleep(0)
 
 
 @dataclass
@@ -62,9 +75,18 @@ class LLMClient:
         self._has_content = content_detector(adapter)
         self._ids = itertools.count(1)
         self._prefix = id_prefix or f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
+        self._last_yield_ns = 0
+        self._sleep0 = cooperative_sleep0()
 
     def __repr__(self) -> str:  # never show the key
         return f"LLMClient({self.base_url!r}, api={self.adapter.name!r})"
+
+    def _pause(self) -> None:
+        """Yield to other greenlets every ~100 µs of decoding (see measure.build_record)."""
+        now = time.perf_counter_ns()
+        if now - self._last_yield_ns > YIELD_EVERY_NS:
+            self._sleep0()
+            self._last_yield_ns = time.perf_counter_ns()
 
     def new_request_id(self) -> str:
         return f"{self._prefix}-{next(self._ids)}"
@@ -91,7 +113,8 @@ class LLMClient:
         )
         exchange = self._exchange(http_request)
         return build_record(
-            record, exchange, self.adapter, self.anchor, scheduled_perf_ns=spec.scheduled_perf_ns
+            record, exchange, self.adapter, self.anchor,
+            scheduled_perf_ns=spec.scheduled_perf_ns, pause=self._pause,
         )
 
     def _exchange(self, http_request: object) -> RawExchange:
