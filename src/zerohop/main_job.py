@@ -184,7 +184,7 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -
             run_dir, name=plan.name,
             target={"url": host, "kind": kind or ("embedded" if sim else "external"),
                     "api": plan.api},
-            workloads=[str(p) for p in plan.workloads] or "default",
+            workloads=[{"file": str(p)} for p in plan.workloads],
             load={"mode": "open" if plan.rate else "closed", "users": plan.users,
                   "rate_rps": plan.rate, "duration_s": plan.duration_s},
             slo=plan.slo,
@@ -283,15 +283,13 @@ def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
 
 
 def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
-    from zerohop.summary import print_summary, slo_verdict
+    from zerohop.report.build import build_report
+    from zerohop.summary import analyse, print_summary, slo_verdict
 
-    report_path = None
-    if plan.report:
-        from zerohop.report.render import build_report
-
-        report_path = build_report(run_dir)
-    verdict = slo_verdict(run_dir, plan.slo)
-    print_summary(run_dir, verdict)
+    analysis = analyse(run_dir)
+    verdict = slo_verdict(analysis)
+    print_summary(analysis, verdict)
+    report_path = build_report(run_dir) if plan.report else None
     manifest = results.read_manifest(run_dir)
     results.update_manifest(run_dir, slo_verdict=verdict)
     if manifest.get("status") == "running":
@@ -304,7 +302,7 @@ def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
 # --- direct vs through the layer -------------------------------------------------------
 def run_compare_layer(plan: RunPlan, layer_url: str | None, layer_args: list[str]) -> int:
     """The same workload direct and through one extra hop; the comparison page prices it."""
-    from zerohop.report.render import build_comparison
+    from zerohop.report.build import build_comparison
 
     sim = None
     proxy = None

@@ -178,7 +178,19 @@ def _on_test_start(environment: Any, **_: Any) -> None:
     if rt.role in ("local", "worker"):
         from zerohop.loadgen.dispatcher import start_open_loop_dispatchers
 
+        _prepare_bindings(environment)
         start_open_loop_dispatchers(environment)
+
+
+def _prepare_bindings(environment: Any) -> None:
+    """Read traces, plan and calibrate before the first user starts: this CPU work would
+    otherwise block the hub while other streams are being timed."""
+    from zerohop.loadgen.users import LLMUser
+    from zerohop.loadgen.workload_binding import binding_for
+
+    for user_class in environment.user_classes:
+        if isinstance(user_class, type) and issubclass(user_class, LLMUser):
+            binding_for(environment, user_class)
 
 
 def _start_telemetry(environment: Any, rt: ProcessRuntime) -> None:
