@@ -127,21 +127,21 @@ def _open_results(environment: Any, rt: ProcessRuntime) -> None:
 
 
 def _telemetry_sources(environment: Any) -> list[Any]:
-    spec = (opt.option(environment, "zh_telemetry") or "").strip()
-    try:
-        from zerohop.telemetry.spec import parse_telemetry_spec
-    except ImportError:
-        return []
-    # "prom" alone means: the target's own /metrics (known only once the host is)
-    parts = [p for p in spec.split(",") if p.strip() and p.strip() != "prom"]
-    return list(parse_telemetry_spec(",".join(parts)))
+    """The run's telemetry sources; a bare `prom` means the target's own /metrics."""
+    from zerohop.telemetry.spec import parse_telemetry_spec, with_target_url
+
+    sources = parse_telemetry_spec(opt.option(environment, "zh_telemetry") or "")
+    host = environment.host or "http://127.0.0.1"
+    return with_target_url(sources, host.rstrip("/") + "/metrics")
 
 
 # --- master side of the record flow ---------------------------------------------------
 def _master_receive(rt: ProcessRuntime, msg: Any) -> None:
-    rows = (msg.data or {}).get("rows", [])
+    data = msg.data or {}
     if rt.sink is not None:
-        rt.sink.add_many(rows)
+        rt.sink.add_many(data.get("rows", []))
+    if rt.telemetry is not None and data.get("telemetry"):
+        rt.telemetry.add_samples(data["telemetry"])
 
 
 def _master_drained(rt: ProcessRuntime, msg: Any) -> None:
@@ -175,6 +175,8 @@ def _on_test_start(environment: Any, **_: Any) -> None:
     rt.start_sender()
     if rt.role in ("local", "master"):
         _start_telemetry(environment, rt)
+    else:
+        _start_worker_self_telemetry(environment, rt)
     if rt.role in ("local", "worker"):
         from zerohop.loadgen.dispatcher import start_open_loop_dispatchers
 
@@ -196,23 +198,26 @@ def _prepare_bindings(environment: Any) -> None:
 def _start_telemetry(environment: Any, rt: ProcessRuntime) -> None:
     if rt.telemetry is not None or rt.run_dir is None:
         return
-    try:
-        from zerohop.telemetry.recorder import TelemetryRecorder
-        from zerohop.telemetry.spec import parse_telemetry_spec
-    except ImportError:
-        return
-    spec = (opt.option(environment, "zh_telemetry") or "").strip()
-    parts = []
-    for part in (p.strip() for p in spec.split(",")):
-        if part == "prom":
-            part = f"prom={environment.host.rstrip('/')}/metrics"
-        if part:
-            parts.append(part)
-    sources = parse_telemetry_spec(",".join(parts))
-    if not sources:
-        return
-    rt.telemetry = TelemetryRecorder(sources, rt.run_dir, anchor=rt.anchor)
-    rt.telemetry.start()
+    from zerohop.telemetry.recorder import TelemetryRecorder
+
+    sources = _telemetry_sources(environment)
+    if sources:
+        rt.telemetry = TelemetryRecorder(sources, rt.run_dir, anchor=rt.anchor)
+        rt.telemetry.start()
+
+
+def _start_worker_self_telemetry(environment: Any, rt: ProcessRuntime) -> None:
+    """A worker measures its own CPU, memory and event-loop lag and ships the samples
+    to the master with its records."""
+    from zerohop.telemetry.loadgen import start_self_telemetry
+    from zerohop.telemetry.samples import TelemetryClock
+    from zerohop.telemetry.spec import LoadgenSource
+
+    loadgen = next((s for s in _telemetry_sources(environment)
+                    if isinstance(s, LoadgenSource)), None)
+    if loadgen is not None and rt.self_telemetry is None:
+        rt.self_telemetry = start_self_telemetry(
+            TelemetryClock(rt.anchor), interval_s=loadgen.interval_s, loop_lag=loadgen.loop_lag)
 
 
 def _on_test_stopping(environment: Any, **_: Any) -> None:
@@ -247,6 +252,11 @@ def _on_test_stop(environment: Any, **_: Any) -> None:
         from zerohop.loadgen.dispatcher import stop_open_loop_dispatchers
 
         stop_open_loop_dispatchers(environment)
+    if rt.self_telemetry is not None:
+        rows = rt.self_telemetry.stop()
+        rt.self_telemetry = None
+        if rows and rt.send is not None:
+            rt.send(MSG_RECORDS, {"rows": [], "telemetry": rows})
     rt.stop_sender()
 
 

@@ -57,7 +57,8 @@ class ProcessRuntime:
     outbox: list[dict[str, Any]] = field(default_factory=list)
     send: Callable[[str, Any], None] | None = None  # worker → master
     sim: Any = None  # the embedded target's process handle, when we started one
-    telemetry: Any = None
+    telemetry: Any = None  # the master's / local runner's TelemetryRecorder
+    self_telemetry: Any = None  # a worker's own CPU / memory / loop-lag sampler
     extras: dict[str, Any] = field(default_factory=dict)
     _sender: Any = None
     _calibration_lock: Semaphore = field(default_factory=Semaphore)
@@ -77,6 +78,9 @@ class ProcessRuntime:
     def flush_outbox(self) -> None:
         if self.send is None:
             return
+        telemetry = self.self_telemetry.drain() if self.self_telemetry is not None else []
+        if telemetry:
+            self.send(MSG_RECORDS, {"rows": [], "telemetry": telemetry})
         while self.outbox:
             batch, self.outbox = self.outbox[:MAX_BATCH_ROWS], self.outbox[MAX_BATCH_ROWS:]
             self.send(MSG_RECORDS, {"rows": batch})

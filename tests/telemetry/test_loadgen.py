@@ -1,0 +1,114 @@
+"""The load generator watching itself: CPU/RSS, and loop lag that sees a blocked hub."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from zerohop.records import ClockAnchor
+from zerohop.telemetry.loadgen import (
+    LOOP_LAG_METRIC,
+    LagWindow,
+    ProcessSampler,
+    loadgen_source,
+    start_gevent_loop_lag_probe,
+    start_self_telemetry,
+    start_thread_lag_probe,
+)
+from zerohop.telemetry.samples import GAP, TelemetryClock
+
+
+def clock() -> TelemetryClock:
+    return TelemetryClock(ClockAnchor.now())
+
+
+def stats(rows: list) -> dict[str, float]:
+    return {json.loads(r.labels)["stat"]: r.value for r in rows if r.metric == LOOP_LAG_METRIC}
+
+
+@pytest.mark.unit
+def test_lag_window_summarises_once_per_window() -> None:
+    window = LagWindow("loadgen:h:1", window_s=1.0)
+    rows = []
+    for i in range(100):
+        rows += window.add(10.0 + i * 0.01, float(i % 10))
+    assert rows == []  # 0.99 s: not yet
+    rows = window.add(11.0, 50.0)
+    s = stats(rows)
+    assert s["max"] == 50.0 and s["p99"] == 9.0
+    assert s["mean"] == pytest.approx((450 + 50) / 101)
+    assert {r.ts for r in rows} == {10.5}
+    assert window.flush() == []
+
+
+@pytest.mark.integration  # starts a child process
+def test_process_sampler_reads_cpu_and_rss_and_marks_an_exited_process() -> None:
+    c = clock()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sampler = ProcessSampler([os.getpid()], c, host="h")
+        sampler.add_pid(child.pid)
+        sampler.add_pid(child.pid)  # idempotent
+        assert sampler.start(1.0) == []  # first readings only prime cpu_percent
+        sum(i * i for i in range(200_000))  # burn some CPU
+        rows = sampler.tick(2.0)
+        mine = {r.metric: r.value for r in rows if r.source == f"loadgen:h:{os.getpid()}"}
+        assert mine["loadgen_rss_bytes"] > 10e6
+        assert mine["loadgen_cpu_pct"] >= 0.0
+        assert {r.source for r in rows} == {f"loadgen:h:{os.getpid()}", f"loadgen:h:{child.pid}"}
+        child.kill()
+        child.wait()
+        rows = sampler.tick(3.0) + sampler.tick(4.0)
+        gaps = [r for r in rows if r.metric == GAP]
+        assert [(g.source, json.loads(g.labels)["reason"]) for g in gaps] == [
+            (f"loadgen:h:{child.pid}", "process exited")]
+        closed = sampler.close(5.0)
+        assert [(g.ts, g.value) for g in closed] == [(3.0, 2.0)]
+    finally:
+        child.kill()
+
+
+@pytest.mark.unit
+def test_gevent_probe_sees_a_blocked_hub() -> None:
+    import gevent
+
+    rows: list = []
+    probe = start_gevent_loop_lag_probe(loadgen_source(1, "h"), clock(), window_s=0.2,
+                                        on_rows=rows.extend)
+    gevent.sleep(0.1)
+    time.sleep(0.08)  # the stdlib sleep blocks the hub: the probe must see ~80 ms
+    gevent.sleep(0.2)
+    rows += probe.stop()
+    assert probe.readings >= 5
+    worst = max(r.value for r in rows if json.loads(r.labels)["stat"] == "max")
+    assert 60.0 <= worst <= 400.0
+    assert all(r.source == "loadgen:h:1" for r in rows)
+
+
+@pytest.mark.unit
+def test_thread_probe_measures_wakeup_lateness() -> None:
+    probe = start_thread_lag_probe("loadgen:h:2", clock(), window_s=0.1)
+    time.sleep(0.35)
+    rows = probe.drain() + probe.stop()
+    assert probe.readings >= 10
+    assert len(stats(rows)) == 3
+    assert all(r.value >= 0.0 for r in rows)
+
+
+@pytest.mark.unit
+def test_self_telemetry_ships_plain_lists() -> None:
+    import gevent
+
+    telemetry = start_self_telemetry(clock(), interval_s=0.05)
+    gevent.sleep(0.3)
+    time.sleep(0.3)  # not patched here: a thread samples, the lag probe is a thread too
+    rows = telemetry.drain() + telemetry.stop()
+    assert rows and all(isinstance(r, list) and len(r) == 6 for r in rows)
+    metrics = {r[2] for r in rows}
+    assert {"loadgen_cpu_pct", "loadgen_rss_bytes", LOOP_LAG_METRIC} <= metrics
+    json.dumps(rows)  # msgpack/JSON-safe: plain Python only
