@@ -10,6 +10,7 @@ Exit codes: 0 ok · 1 an SLO was missed · 2 bad input · 3 target unreachable.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -302,7 +303,7 @@ def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
 # --- direct vs through the layer -------------------------------------------------------
 def run_compare_layer(plan: RunPlan, layer_url: str | None, layer_args: list[str]) -> int:
     """The same workload direct and through one extra hop; the comparison page prices it."""
-    from zerohop.report.build import build_comparison
+    from zerohop.report.build import compare_dirs, write_comparison
 
     sim = None
     proxy = None
@@ -325,10 +326,29 @@ def run_compare_layer(plan: RunPlan, layer_url: str | None, layer_args: list[str
             proxy.stop()
         if sim is not None:
             sim.stop()
-    out = layered.run_dir.parent / f"compare-{direct.run_dir.name}-vs-layer.html"
-    build_comparison([direct.run_dir, layered.run_dir], out)
-    click.echo(f"comparison: {out}")
+    stem = layered.run_dir.parent / f"compare-{direct.run_dir.name}-vs-layer"
+    comparisons = compare_dirs([direct.run_dir, layered.run_dir], layer_of=direct.run_dir)
+    write_comparison(comparisons, stem.with_suffix(".html"))
+    budget = layer_cost(comparisons)
+    stem.with_suffix(".json").write_text(json.dumps(budget, indent=2) + "\n")
+    click.echo("layer cost (through the layer − direct, ms; 95% CI):")
+    for metric, stats in budget["layer_cost_ms"].items():
+        cells = "  ".join(f"{k} {v:+.2f}" for k, v in stats.items())
+        click.echo(f"  {metric:<8} {cells}")
+    click.echo(f"comparison: {stem.with_suffix('.html')}")
     return max(direct.exit_code, layered.exit_code)
+
+
+def layer_cost(comparisons: list[Any]) -> dict[str, Any]:
+    """The report's layer budget over all workloads (or the only one), per metric."""
+    budgets = [b for c in comparisons for b in c.layer_budgets]
+    chosen = next((b for b in budgets if b.workload == "all"), budgets[0] if budgets else None)
+    cost: dict[str, dict[str, float]] = {}
+    ci: dict[str, dict[str, list[float]]] = {}
+    for row in chosen.rows if chosen is not None else []:
+        cost.setdefault(row.metric, {})[row.stat] = round(row.layer_ms, 3)
+        ci.setdefault(row.metric, {})[row.stat] = [round(row.ci_low, 3), round(row.ci_high, 3)]
+    return {"workload": chosen.workload if chosen else None, "layer_cost_ms": cost, "ci95_ms": ci}
 
 
 def _with(plan: RunPlan, **changes: Any) -> RunPlan:

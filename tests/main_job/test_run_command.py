@@ -1,0 +1,98 @@
+"""`zerohop run`: the documented exit codes, one-line errors, and a real short run."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def zerohop(*args: str, timeout: float = 240, cwd: Path | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zerohop", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd)
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
+    assert res.returncode == code, (res.returncode, res.stdout[-500:], res.stderr[-1500:])
+    assert "Traceback" not in res.stderr + res.stdout
+    err = res.stderr.strip()
+    for word in words:
+        assert word in err, err
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args, words", [
+    (["--duration", "soon"], ["--duration"]),
+    (["--users", "0"], ["--users"]),
+    (["--rate", "-3"], ["--rate"]),
+    (["--users", "4", "--rate", "2"], ["exclusive"]),
+    (["--slo", "ttft_p99=5"], ["--slo"]),
+    (["--slo", "latency_p99_ms=5"], ["unknown metric"]),
+    (["--host", "localhost:8000"], ["--host"]),
+    (["--telemetry", "gpu-magic"], ["gpu-magic"]),
+    (["--workload", "does/not/exist.yaml"], ["exist.yaml"]),
+    (["--workers", "-1"], ["--workers"]),
+])
+def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str], tmp_path: Path
+                                         ) -> None:
+    res = zerohop("run", "--results-dir", str(tmp_path), *args, timeout=60)
+    assert_one_line_error(res, 2, *words)
+    assert not any(tmp_path.iterdir())  # nothing written for a run that never started
+
+
+@pytest.mark.unit
+def test_malformed_workload_names_file_and_field(tmp_path: Path) -> None:
+    wl = tmp_path / "bad.yaml"
+    wl.write_text("kind: short_query_flood\nname: x\nload: {kind: open, rate_rps: -2}\n")
+    res = zerohop("run", "--workload", str(wl), "--results-dir", str(tmp_path / "r"),
+                  timeout=60)
+    assert_one_line_error(res, 2, "bad.yaml", "load.rate_rps")
+
+
+@pytest.mark.unit
+def test_unreachable_host_exits_3(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = zerohop("run", "--host", f"http://127.0.0.1:{port}", "--results-dir",
+                  str(tmp_path), timeout=60)
+    assert_one_line_error(res, 3, "unreachable")
+
+
+@pytest.mark.integration
+def test_short_run_writes_results_report_and_judges_slo(tmp_path: Path) -> None:
+    res = zerohop("run", "--duration", "10s", "--users", "6", "--only", "ShortQueryFlood",
+                  "--only", "LoRAMix", "--slo", "ttft_p99_ms=0.001", "--results-dir",
+                  str(tmp_path), "--name", "smoke")
+    # an SLO no server can meet: exit 1, but everything written
+    assert res.returncode == 1, res.stderr[-3000:]
+    run = next(tmp_path.iterdir())
+    assert (run / "report.html").exists() and (run / "requests.parquet").exists()
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    assert manifest["slo_verdict"]["failed"] is True
+    assert "MISSED" in res.stdout and "report:" in res.stdout
+
+
+@pytest.mark.integration
+def test_compare_layer_prices_a_5ms_layer(tmp_path: Path) -> None:
+    """The embedded layer adds 5 ms per request: the comparison must say so at p50 TTFT
+    (5 ms ± 1 ms)."""
+    wl = tmp_path / "flood.yaml"
+    wl.write_text("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 8\n"
+                  "load: {kind: closed, users: 4}\n")
+    res = zerohop("run", "--compare-layer", "--layer-args", "--per-request-ms 5",
+                  "--workload", str(wl), "--only", "ShortQueryFlood", "--duration", "15s",
+                  "--results-dir", str(tmp_path), "--name", "layer", timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "layer cost" in res.stdout
+    budget = json.loads(next(tmp_path.glob("compare-*.json")).read_text())
+    ttft_p50 = budget["layer_cost_ms"]["ttft_ms"]["p50"]
+    assert 4.0 <= ttft_p50 <= 6.0, budget
