@@ -13,6 +13,7 @@ import click
 SUBCOMMANDS: dict[str, str] = {
     "run": "zerohop.main_job:run_command",
     "sim": "zerohop.sim.cli:sim_command",
+    "proxy": "zerohop.sim.cli:proxy_command",
     "report": "zerohop.report.cli:report_command",
     "compare": "zerohop.report.cli:compare_command",
     "microbench": "zerohop.microbench.cli:microbench_command",

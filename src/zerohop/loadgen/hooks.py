@@ -74,11 +74,17 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
 
 
 def _validate_options(environment: Any) -> None:
-    from zerohop.loadgen.workload_binding import load_workloads
+    """Every flag and every workload the selected user classes will run, before anything
+    starts: bad input is one line and exit 2, never a traceback mid-run."""
+    from zerohop.loadgen.users import LLMUser
+    from zerohop.loadgen.workload_binding import load_workloads, spec_for
 
     try:
         opt.parse_slo(opt.option(environment, "zh_slo"))
         load_workloads(opt.option(environment, "zh_workload"))
+        for user_class in environment.user_classes:
+            if isinstance(user_class, type) and issubclass(user_class, LLMUser):
+                spec_for(environment, user_class)
         _telemetry_sources(environment)
     except ValueError as exc:
         _fail(str(exc))

@@ -83,7 +83,7 @@ def binding_for(environment: Any, user_class: type) -> WorkloadBinding:
 def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     from zerohop.workloads.plans import make_planner
 
-    spec = _with_rate_override(environment, user_class, _spec_for(environment, user_class))
+    spec = _with_rate_override(environment, user_class, spec_for(environment, user_class))
     api = spec.api or opt.option(environment, "zh_api")
     model = spec.model or opt.option(environment, "zh_model") or first_model(environment.host)
     index, count = worker_position(environment)
@@ -95,7 +95,7 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     return WorkloadBinding(spec=spec, api=api, model=model, planner=planner, open_loop=open_loop)
 
 
-def _spec_for(environment: Any, user_class: type) -> Any:
+def spec_for(environment: Any, user_class: type) -> Any:
     kind = user_class.workload_kind  # type: ignore[attr-defined]
     for spec in load_workloads(opt.option(environment, "zh_workload")):
         if spec.kind == kind:

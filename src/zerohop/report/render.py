@@ -1,0 +1,127 @@
+"""Jinja2 rendering of a self-contained page: templates from `report_templates/`,
+the chart library and the page script embedded inline exactly once, data as escaped
+JSON, and a Content-Security-Policy that allows only those scripts (by hash).
+
+Autoescaping is on for every template, so any text from a run — error messages,
+adapter names, config values — is shown as text. The only strings inserted unescaped
+are the vendored assets and the chart JSON, each checked or encoded for that.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from zerohop.report.charts import Chart, encode_for_html
+
+TEMPLATES_ENV = "ZEROHOP_REPORT_TEMPLATES"
+STATIC_SCRIPTS: tuple[str, ...] = ("uPlot.iife.min.js", "report.js")
+STATIC_STYLES: tuple[str, ...] = ("uPlot.min.css", "report.css")
+
+
+class TemplatesNotFoundError(RuntimeError):
+    """The report_templates folder is not where this installation expects it."""
+
+
+@dataclass(frozen=True)
+class Assets:
+    scripts: tuple[str, ...]
+    style: str
+
+
+def render_page(template_name: str, context: Mapping[str, Any], charts: Sequence[Chart]) -> str:
+    """The finished HTML document for `template_name` with `context` and `charts`."""
+    assets = load_assets()
+    env = _environment(str(templates_dir()))
+    script_hashes = [_csp_hash(script) for script in assets.scripts]
+    csp = "; ".join(
+        [
+            "default-src 'none'",
+            "script-src " + " ".join(f"'{h}'" for h in script_hashes),
+            f"style-src '{_csp_hash(assets.style)}'",
+            "img-src data:",
+            "base-uri 'none'",
+            "form-action 'none'",
+        ]
+    )
+    payload = [chart.to_json() for chart in charts]
+    return env.get_template(template_name).render(
+        **context,
+        csp=csp,
+        inline_style=Markup(assets.style),
+        inline_scripts=[Markup(script) for script in assets.scripts],
+        chart_json=Markup(encode_for_html(payload)),
+    )
+
+
+def write_atomically(path: Path, text: str) -> Path:
+    """Write via a temporary file and rename, so a reader never sees half a page."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def templates_dir() -> Path:
+    """`$ZEROHOP_REPORT_TEMPLATES`, else `report_templates/` at the repository root."""
+    override = os.environ.get(TEMPLATES_ENV)
+    candidates = [Path(override)] if override else []
+    candidates.append(Path(__file__).resolve().parents[3] / "report_templates")
+    for candidate in candidates:
+        if (candidate / "report.html.j2").is_file():
+            return candidate
+    tried = ", ".join(str(c) for c in candidates)
+    raise TemplatesNotFoundError(
+        f"report templates not found (looked in {tried}); set {TEMPLATES_ENV}"
+    )
+
+
+def load_assets() -> Assets:
+    return _assets(str(templates_dir()))
+
+
+@lru_cache(maxsize=4)
+def _assets(root: str) -> Assets:
+    static = Path(root) / "static"
+    scripts = tuple((static / name).read_text(encoding="utf-8") for name in STATIC_SCRIPTS)
+    for name, text in zip(STATIC_SCRIPTS, scripts, strict=True):
+        if "</script" in text.lower():
+            raise TemplatesNotFoundError(f"static/{name} contains '</script': cannot inline it")
+    style = "\n".join((static / name).read_text(encoding="utf-8") for name in STATIC_STYLES)
+    if "</style" in style.lower():
+        raise TemplatesNotFoundError("a static stylesheet contains '</style': cannot inline it")
+    return Assets(scripts=scripts, style=style)
+
+
+@lru_cache(maxsize=4)
+def _environment(root: str) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(root),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def _csp_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")

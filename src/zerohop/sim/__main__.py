@@ -1,0 +1,5 @@
+"""`python -m zerohop.sim` runs `zerohop sim`."""
+
+from zerohop.sim.cli import sim_command
+
+sim_command(prog_name="zerohop sim")

@@ -1,0 +1,347 @@
+"""Wire formats of the three APIs, as bytes, exactly as vLLM and Anthropic send them.
+
+Per request a `WireShape` pre-encodes everything that does not change between tokens
+(ids, model name, JSON scaffolding), so emitting a token is two byte concatenations —
+no json.dumps on the hot path. The generated words are plain ASCII (tokens.WORDS), so
+they need no JSON escaping.
+
+OpenAI-compatible (vLLM) streaming, chat::
+
+    data: {"id":...,"object":"chat.completion.chunk",...,"delta":{"role":"assistant",...}}
+    data: {... "delta":{"content":" word"},"logprobs":null,"finish_reason":null}]}
+    ...                                  (the last token's chunk carries finish_reason)
+    data: {... "choices":[],"usage":{...}}   (stream_options.include_usage only)
+    data: [DONE]
+
+Anthropic streaming: message_start, content_block_start, ping, content_block_delta per
+token, content_block_stop, message_delta (stop_reason + cumulative usage), message_stop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+OPENAI_ERROR_TYPES = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    413: "RequestTooLargeError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+    500: "InternalServerError",
+    502: "BadGatewayError",
+    503: "ServiceUnavailableError",
+    504: "GatewayTimeoutError",
+}
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+    503: "overloaded_error",
+}
+
+
+def _j(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+class WireShape(Protocol):
+    """Byte builders for one request's response (see the module docstring)."""
+
+    api: str
+    content_type: bytes
+
+    def head_events(self) -> bytes: ...
+
+    def first_events(self) -> bytes: ...
+
+    def token_event(self, piece: bytes) -> bytes: ...
+
+    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes: ...
+
+    def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes: ...
+
+    def error_event(self, error_type: str, message: str) -> bytes: ...
+
+    def invalid_json_event(self) -> bytes: ...
+
+    def final_body(self, text: str, prompt: int, completion: int, reason: str) -> bytes: ...
+
+
+def error_body(api: str, status: int, message: str, error_type: str | None = None) -> bytes:
+    """The JSON body of an HTTP error, in the API's own shape."""
+    if api == "messages":
+        kind = error_type or ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+        return _j({"type": "error", "error": {"type": kind, "message": message}})
+    kind = error_type or OPENAI_ERROR_TYPES.get(status, "InternalServerError")
+    return _j({"error": {"message": message, "type": kind, "param": None, "code": status}})
+
+
+class ChatShape:
+    api = "chat"
+    content_type = b"text/event-stream; charset=utf-8"
+
+    def __init__(self, request_id: str, model: str, created: int, include_usage: bool) -> None:
+        self.id = "chatcmpl-" + request_id
+        self.model = model
+        self.created = created
+        self.include_usage = include_usage
+        head = b'{"id":' + _j(self.id) + b',"object":"chat.completion.chunk","created":'
+        self._head = head + str(created).encode() + b',"model":' + _j(model)
+        self._prefix = b"data: " + self._head + b',"choices":[{"index":0,"delta":{"content":"'
+        self._suffix = b'"},"logprobs":null,"finish_reason":null}]}\n\n'
+
+    def head_events(self) -> bytes:
+        return b""
+
+    def first_events(self) -> bytes:
+        return (
+            b"data: " + self._head + b',"choices":[{"index":0,"delta":{"role":"assistant",'
+            b'"content":""},"logprobs":null,"finish_reason":null}]}\n\n'
+        )
+
+    def token_event(self, piece: bytes) -> bytes:
+        return self._prefix + piece + self._suffix
+
+    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
+        return (
+            self._prefix
+            + piece
+            + b'"},"logprobs":null,"finish_reason":'
+            + _j(finish_reason)
+            + b',"stop_reason":null}]}\n\n'
+        )
+
+    def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes:
+        out = b""
+        if self.include_usage:
+            usage = _j(_openai_usage(prompt, completion))
+            out += b"data: " + self._head + b',"choices":[],"usage":' + usage + b"}\n\n"
+        if terminator:
+            out += b"data: [DONE]\n\n"
+        return out
+
+    def error_event(self, error_type: str, message: str) -> bytes:
+        body = _j({"error": {"message": message, "type": error_type, "param": None, "code": 500}})
+        return b"data: " + body + b"\n\ndata: [DONE]\n\n"
+
+    def invalid_json_event(self) -> bytes:
+        return b"data: " + self._head + b',"choices":[{"index":0,"delta":{"content":" bro\n\n'
+
+    def final_body(self, text: str, prompt: int, completion: int, reason: str) -> bytes:
+        return _j(
+            {
+                "id": self.id,
+                "object": "chat.completion",
+                "created": self.created,
+                "model": self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": text,
+                            "refusal": None,
+                            "tool_calls": [],
+                        },
+                        "logprobs": None,
+                        "finish_reason": reason,
+                        "stop_reason": None,
+                    }
+                ],
+                "usage": _openai_usage(prompt, completion),
+                "prompt_logprobs": None,
+            }
+        )
+
+
+class CompletionShape:
+    api = "completions"
+    content_type = b"text/event-stream; charset=utf-8"
+
+    def __init__(self, request_id: str, model: str, created: int, include_usage: bool) -> None:
+        self.id = "cmpl-" + request_id
+        self.model = model
+        self.created = created
+        self.include_usage = include_usage
+        head = b'{"id":' + _j(self.id) + b',"object":"text_completion","created":'
+        self._head = head + str(created).encode() + b',"model":' + _j(model)
+        self._prefix = b"data: " + self._head + b',"choices":[{"index":0,"text":"'
+        self._suffix = b'","logprobs":null,"finish_reason":null,"stop_reason":null}]}\n\n'
+
+    def head_events(self) -> bytes:
+        return b""
+
+    def first_events(self) -> bytes:
+        return b""
+
+    def token_event(self, piece: bytes) -> bytes:
+        return self._prefix + piece + self._suffix
+
+    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
+        return (
+            self._prefix
+            + piece
+            + b'","logprobs":null,"finish_reason":'
+            + _j(finish_reason)
+            + b',"stop_reason":null}]}\n\n'
+        )
+
+    def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes:
+        out = b""
+        if self.include_usage:
+            usage = _j(_openai_usage(prompt, completion))
+            out += b"data: " + self._head + b',"choices":[],"usage":' + usage + b"}\n\n"
+        if terminator:
+            out += b"data: [DONE]\n\n"
+        return out
+
+    def error_event(self, error_type: str, message: str) -> bytes:
+        body = _j({"error": {"message": message, "type": error_type, "param": None, "code": 500}})
+        return b"data: " + body + b"\n\ndata: [DONE]\n\n"
+
+    def invalid_json_event(self) -> bytes:
+        return b"data: " + self._head + b',"choices":[{"index":0,"text":" bro\n\n'
+
+    def final_body(self, text: str, prompt: int, completion: int, reason: str) -> bytes:
+        return _j(
+            {
+                "id": self.id,
+                "object": "text_completion",
+                "created": self.created,
+                "model": self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "text": text,
+                        "logprobs": None,
+                        "finish_reason": reason,
+                        "stop_reason": None,
+                        "prompt_logprobs": None,
+                    }
+                ],
+                "usage": _openai_usage(prompt, completion),
+            }
+        )
+
+
+class MessagesShape:
+    api = "messages"
+    content_type = b"text/event-stream; charset=utf-8"
+
+    def __init__(self, request_id: str, model: str, prompt_tokens: int) -> None:
+        self.id = "msg_" + request_id
+        self.model = model
+        self.prompt_tokens = prompt_tokens
+        self._prefix = (
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            b'"delta":{"type":"text_delta","text":"'
+        )
+        self._suffix = b'"}}\n\n'
+
+    def head_events(self) -> bytes:
+        start = {
+            "type": "message_start",
+            "message": {
+                "id": self.id,
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 1},
+            },
+        }
+        block = {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "text", "text": ""},
+        }
+        return (
+            b"event: message_start\ndata: " + _j(start) + b"\n\n"
+            b"event: content_block_start\ndata: " + _j(block) + b"\n\n"
+            b'event: ping\ndata: {"type":"ping"}\n\n'
+        )
+
+    def first_events(self) -> bytes:
+        return b""
+
+    def token_event(self, piece: bytes) -> bytes:
+        return self._prefix + piece + self._suffix
+
+    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
+        return self._prefix + piece + self._suffix
+
+    def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes:
+        delta = {
+            "type": "message_delta",
+            "delta": {"stop_reason": anthropic_stop_reason(reason), "stop_sequence": None},
+            "usage": {"input_tokens": prompt, "output_tokens": completion},
+        }
+        out = (
+            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+            b"event: message_delta\ndata: " + _j(delta) + b"\n\n"
+        )
+        if terminator:
+            out += b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+        return out
+
+    def error_event(self, error_type: str, message: str) -> bytes:
+        body = _j({"type": "error", "error": {"type": error_type, "message": message}})
+        return b"event: error\ndata: " + body + b"\n\n"
+
+    def invalid_json_event(self) -> bytes:
+        return self._prefix + b" bro\n\n"
+
+    def final_body(self, text: str, prompt: int, completion: int, reason: str) -> bytes:
+        return _j(
+            {
+                "id": self.id,
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": anthropic_stop_reason(reason),
+                "stop_sequence": None,
+                "usage": {"input_tokens": prompt, "output_tokens": completion},
+            }
+        )
+
+
+def anthropic_stop_reason(reason: str) -> str:
+    return "max_tokens" if reason == "length" else "end_turn"
+
+
+def _openai_usage(prompt: int, completion: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+    }
+
+
+def models_body(entries: list[tuple[str, str | None, int]], created: int) -> bytes:
+    """`/v1/models` like vLLM: base models (parent None) and LoRA adapters."""
+    data = []
+    for name, parent, max_len in entries:
+        data.append(
+            {
+                "id": name,
+                "object": "model",
+                "created": created,
+                "owned_by": "vllm",
+                "root": name,
+                "parent": parent,
+                "max_model_len": max_len,
+                "permission": [],
+            }
+        )
+    return _j({"object": "list", "data": data})

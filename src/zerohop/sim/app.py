@@ -1,0 +1,518 @@
+"""The sim's HTTP application: routes, request parsing, admission, and serving.
+
+Routes: POST /v1/chat/completions, /v1/completions, /v1/messages; GET /v1/models,
+/health, /metrics, /version, /zerohop/ground_truth?request_id=ID (or ?last=N),
+/zerohop/stats; POST /zerohop/stats/reset (clears the lag recorders, for benchmarks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from zerohop.records import ClockAnchor, http_outcome
+from zerohop.sim.api_shapes import (
+    ChatShape,
+    CompletionShape,
+    MessagesShape,
+    WireShape,
+    error_body,
+    models_body,
+)
+from zerohop.sim.config import SimConfig
+from zerohop.sim.engine import Engine, EngineError
+from zerohop.sim.faults import FAULT_HEADER, FaultPlan, FaultSpec, parse_fault_header
+from zerohop.sim.ground_truth import GroundTruthLog
+from zerohop.sim.histograms import LagRecorder
+from zerohop.sim.http_server import HttpConnection, HttpRequest
+from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from zerohop.sim.metrics import render_metrics
+from zerohop.sim.streams import BufferedResponse, ResponseContext, StreamingResponse
+from zerohop.sim.tokens import (
+    count_chat_tokens,
+    count_prompt_tokens,
+    draw_output_tokens,
+    word_offset,
+)
+
+API_PATHS = {
+    "/v1/chat/completions": "chat",
+    "/v1/completions": "completions",
+    "/v1/messages": "messages",
+}
+LOOP_PROBE_INTERVAL_S = 0.1
+COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's and vLLM's default for /v1/completions
+
+
+class RequestError(Exception):
+    """A client error found while reading the request (HTTP status + message)."""
+
+    def __init__(self, status: int, message: str, error_type: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error_type = error_type
+
+
+class SimApp:
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.anchor = ClockAnchor.now()
+        self.emission_lag = LagRecorder()
+        self.loop_lag = LagRecorder()
+        self.engines: list[Engine] = []
+        self.routes: dict[str, tuple[Engine, str | None]] = {}
+        for served in config.models:
+            engine = Engine(
+                served,
+                seed=config.seed,
+                max_queue=config.max_queue,
+                timer_spin_us=config.timer_spin_us,
+                emission_lag=self.emission_lag,
+                loop_lag=self.loop_lag,
+            )
+            self.engines.append(engine)
+            for name in [engine.name, served.model, *served.aliases]:
+                self.routes.setdefault(name, (engine, None))
+            for adapter in served.lora.adapters:
+                self.routes[adapter.name] = (engine, adapter.name)
+        self.ground_truth = GroundTruthLog(config.ground_truth, self.anchor)
+        self.faults = FaultPlan(
+            {
+                k: {"probability": v.probability, **(v.model_extra or {})}
+                for k, v in config.faults.items()
+            },
+            config.seed,
+        )
+        self.created = int(time.time())
+        self._probe: asyncio.TimerHandle | None = None
+        self._probe_due_ns = 0
+        self._id_prefix = uuid.uuid4().hex[:8]
+        self._counter = 0
+
+    # --- lifecycle -------------------------------------------------------------------
+    async def start(self) -> None:
+        for engine in self.engines:
+            engine.start()
+        self.ground_truth.start()
+        self._schedule_probe()
+
+    async def stop(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+        for engine in self.engines:
+            await engine.stop()
+        await self.ground_truth.close()
+
+    def _schedule_probe(self) -> None:
+        """A light periodic timer that measures the loop's own lateness when idle."""
+        loop = asyncio.get_running_loop()
+        self._probe_due_ns = time.perf_counter_ns() + int(LOOP_PROBE_INTERVAL_S * 1e9)
+        self._probe = loop.call_later(LOOP_PROBE_INTERVAL_S, self._on_probe)
+
+    def _on_probe(self) -> None:
+        lag = time.perf_counter_ns() - self._probe_due_ns
+        self.loop_lag.add_ns(max(0, lag))
+        self._schedule_probe()
+
+    # --- routing ---------------------------------------------------------------------
+    def handle(self, conn: HttpConnection, request: HttpRequest) -> None:
+        path = request.path
+        api = API_PATHS.get(path)
+        if api is not None:
+            if request.method != "POST":
+                conn.send(405, error_body(api, 405, "Method Not Allowed"))
+                return
+            self._generate(conn, request, api)
+            return
+        if request.method not in ("GET", "HEAD") and not path.startswith("/zerohop/"):
+            conn.send(405, error_body("chat", 405, "Method Not Allowed"))
+            return
+        if path in ("/health", "/ping"):
+            conn.send(200, b"", b"text/plain; charset=utf-8")
+        elif path == "/v1/models":
+            conn.send(200, self._models())
+        elif path == "/metrics":
+            body = render_metrics(self.engines, self.loop_lag, self.emission_lag)
+            conn.send(200, body, METRICS_CONTENT_TYPE)
+        elif path == "/version":
+            conn.send(200, b'{"version":"zerohop-sim"}')
+        elif path == "/zerohop/ground_truth":
+            self._ground_truth(conn, request)
+        elif path == "/zerohop/stats":
+            conn.send(200, json.dumps(self.stats()).encode())
+        elif path == "/zerohop/stats/reset" and request.method == "POST":
+            self.emission_lag.reset()
+            self.loop_lag.reset()
+            conn.send(200, b"{}")
+        else:
+            conn.send(404, error_body("chat", 404, f"Not Found: {path}"))
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "emission_lag": self.emission_lag.summary_ms(),
+            "loop_lag": self.loop_lag.summary_ms(),
+            "ground_truth_records": self.ground_truth.count,
+            "engines": [
+                {
+                    "name": e.name,
+                    "gpu": e.config.gpu,
+                    "model": e.config.model,
+                    "tp": e.tp,
+                    "running": len(e.running),
+                    "waiting": len(e.waiting),
+                    "kv_blocks": e.pool.num_blocks,
+                    "kv_usage": e.kv_usage(),
+                    "steps": e.stats.steps_total,
+                    "resyncs": e.stats.resyncs_total,
+                    "preemptions": e.stats.preemptions_total,
+                    "generation_tokens": e.stats.generation_tokens_total,
+                    "prompt_tokens": e.stats.prompt_tokens_total,
+                    "lora_loads": e.stats.lora_loads_total,
+                    "lora_resident": e.lora.resident(),
+                }
+                for e in self.engines
+            ],
+        }
+
+    def _models(self) -> bytes:
+        entries: list[tuple[str, str | None, int]] = []
+        for engine in self.engines:
+            entries.append((engine.name, None, engine.max_model_len))
+            for adapter in engine.config.lora.adapters:
+                entries.append((adapter.name, engine.name, engine.max_model_len))
+        return models_body(entries, self.created)
+
+    def _ground_truth(self, conn: HttpConnection, request: HttpRequest) -> None:
+        request_id = request.query.get("request_id")
+        if request_id is not None:
+            record = self.ground_truth.get(request_id)
+            if record is None:
+                conn.send(404, b'{"error":"no ground truth for that request_id (yet)"}')
+            else:
+                conn.send(200, json.dumps(record).encode())
+            return
+        try:
+            last = int(request.query.get("last", "100"))
+        except ValueError:
+            last = 100
+        conn.send(200, json.dumps(self.ground_truth.last(last)).encode())
+
+    # --- generation ---------------------------------------------------------------
+    def _new_request_id(self) -> str:
+        self._counter += 1
+        return f"{self._id_prefix}{self._counter:08x}"
+
+    def _generate(self, conn: HttpConnection, request: HttpRequest, api: str) -> None:
+        request_id = request.headers.get("x-request-id") or self._new_request_id()
+        extra_headers = [(b"x-request-id", request_id.encode("latin-1", "replace"))]
+        try:
+            self._check_auth(request, api)
+            fault = self._fault_for(request, request_id)
+            body = _json_body(request.body)
+            model_name = body.get("model")
+            if not isinstance(model_name, str) or not model_name:
+                raise RequestError(400, "`model` is required")
+            route = self.routes.get(model_name)
+            if route is None:
+                raise RequestError(404, f"The model `{model_name}` does not exist.")
+            engine, adapter = route
+            prompt_tokens, max_tokens, stream, include_usage, ignore_eos, min_tokens = (
+                _read_generation_fields(api, body, engine.max_model_len)
+            )
+        except RequestError as err:
+            self._reject(
+                conn,
+                request,
+                api,
+                request_id,
+                extra_headers,
+                err.status,
+                err.message,
+                err.error_type,
+                model=None,
+            )
+            return
+        if fault is not None and fault.status is not None:
+            self._http_fault(conn, request, api, request_id, extra_headers, fault, model_name)
+            return
+        if fault is not None and fault.name == "reset" and fault.integer("after") == 0:
+            self._reject_record(
+                request, api, request_id, model_name, "incomplete_stream", 0, None, fault
+            )
+            conn.reset()
+            return
+        try:
+            engine.check_request(prompt_tokens, max_tokens, adapter)
+        except EngineError as err:
+            self._reject(
+                conn,
+                request,
+                api,
+                request_id,
+                extra_headers,
+                err.status,
+                err.message,
+                None,
+                model=model_name,
+            )
+            return
+        if engine.queue_full():
+            status = 529 if api == "messages" else 503
+            self._reject(
+                conn,
+                request,
+                api,
+                request_id,
+                extra_headers,
+                status,
+                "The server is overloaded: the waiting queue is full.",
+                None,
+                model=model_name,
+            )
+            engine.stats.rejected_total += 1
+            return
+        target = draw_output_tokens(
+            max_tokens=max_tokens,
+            ignore_eos=ignore_eos or engine.engine_config.ignore_eos_default,
+            min_tokens=min_tokens,
+            seed=self.config.seed,
+            request_id=request_id,
+            eos_median_tokens=engine.engine_config.eos_median_tokens,
+            eos_sigma=engine.engine_config.eos_sigma,
+        )
+        shape: WireShape
+        if api == "chat":
+            shape = ChatShape(request_id, model_name, int(time.time()), include_usage)
+        elif api == "completions":
+            shape = CompletionShape(request_id, model_name, int(time.time()), include_usage)
+        else:
+            shape = MessagesShape(request_id, model_name, prompt_tokens)
+        ctx = ResponseContext(
+            conn=conn,
+            request=request,
+            engine=engine,
+            shape=shape,
+            request_id=request_id,
+            model_name=model_name,
+            adapter=adapter,
+            word_offset=word_offset(request_id),
+            fault=fault,
+            ground_truth=self.ground_truth,
+            emission_lag=self.emission_lag,
+            keep_token_lags=self.config.ground_truth_token_lags,
+            extra_headers=extra_headers,
+        )
+        seq_args = {
+            "request_id": request_id,
+            "prompt_tokens": prompt_tokens,
+            "target_output": target,
+            "max_tokens": max_tokens,
+            "arrival_ns": request.arrival_ns,
+            "adapter": adapter,
+        }
+        response = (StreamingResponse if stream else BufferedResponse)(ctx, seq_args)
+        response.start()
+
+    def _check_auth(self, request: HttpRequest, api: str) -> None:
+        key = self.config.api_key
+        if key is None:
+            return
+        given = request.headers.get("x-api-key")
+        auth = request.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            given = given or auth[7:].strip()
+        if given != key:
+            raise RequestError(401, "invalid or missing API key")
+
+    def _fault_for(self, request: HttpRequest, request_id: str) -> FaultSpec | None:
+        header = request.headers.get(FAULT_HEADER)
+        if header:
+            try:
+                return parse_fault_header(header)
+            except ValueError as exc:
+                raise RequestError(400, str(exc)) from None
+        return self.faults.draw(request_id)
+
+    def _http_fault(
+        self,
+        conn: HttpConnection,
+        request: HttpRequest,
+        api: str,
+        request_id: str,
+        extra_headers: list[tuple[bytes, bytes]],
+        fault: FaultSpec,
+        model_name: str,
+    ) -> None:
+        status = fault.status or 500
+        headers = list(extra_headers)
+        if status == 429 or ("retry_after" in fault.params and status in (503, 529)):
+            headers.append((b"retry-after", str(fault.integer("retry_after")).encode()))
+        if fault.no_body:
+            body = (
+                b"<html><head><title>%d</title></head><body><center><h1>%d</h1></center>"
+                b"<hr><center>zerohop-sim</center></body></html>" % (status, status)
+            )
+            conn.send(status, body, b"text/html", headers)
+        else:
+            message = f"injected fault {fault.name}"
+            conn.send(status, error_body(api, status, message), extra_headers=headers)
+        self._reject_record(
+            request, api, request_id, model_name, http_outcome(status), status, None, fault
+        )
+
+    def _reject(
+        self,
+        conn: HttpConnection,
+        request: HttpRequest,
+        api: str,
+        request_id: str,
+        extra_headers: list[tuple[bytes, bytes]],
+        status: int,
+        message: str,
+        error_type: str | None,
+        model: str | None,
+    ) -> None:
+        conn.send(status, error_body(api, status, message, error_type), extra_headers=extra_headers)
+        self._reject_record(
+            request, api, request_id, model, http_outcome(status), status, error_type, None
+        )
+
+    def _reject_record(
+        self,
+        request: HttpRequest,
+        api: str,
+        request_id: str,
+        model: str | None,
+        outcome: str,
+        status: int,
+        error_type: str | None,
+        fault: FaultSpec | None,
+    ) -> None:
+        gt = self.ground_truth
+        gt.add(
+            {
+                "request_id": request_id,
+                "api": api,
+                "model": model,
+                "adapter": None,
+                "stream": None,
+                "accepted_ts": gt.wall_s(request.accepted_ns),
+                "arrival_ts": gt.wall_s(request.arrival_ns),
+                "first_token_ts": None,
+                "last_token_ts": None,
+                "scheduled_first_token_ts": None,
+                "prompt_tokens": None,
+                "completion_tokens": 0,
+                "max_tokens": None,
+                "outcome": outcome,
+                "http_status": status,
+                "error_type": error_type,
+                "finish_reason": None,
+                "fault": fault.header_value() if fault else None,
+                "server_ttft_ms": None,
+                "server_e2e_ms": None,
+                "queue_ms": None,
+                "preemptions": 0,
+                "max_emission_lag_ms": None,
+                "emit_lag_ms": None,
+            }
+        )
+
+
+def _json_body(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestError(400, f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise RequestError(400, "request body must be a JSON object")
+    return body
+
+
+def _read_generation_fields(
+    api: str, body: dict[str, Any], max_model_len: int
+) -> tuple[int, int, bool, bool, bool, int]:
+    """(prompt_tokens, max_tokens, stream, include_usage, ignore_eos, min_tokens)."""
+    try:
+        if api == "completions":
+            if "prompt" not in body:
+                raise RequestError(400, "`prompt` is required")
+            prompt_tokens = count_prompt_tokens(body["prompt"])
+        elif api == "chat":
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                raise RequestError(400, "`messages` must be a non-empty list")
+            prompt_tokens = count_chat_tokens(messages)
+        else:
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                raise RequestError(400, "messages: field required (a non-empty list)")
+            prompt_tokens = count_chat_tokens(messages, system=body.get("system"))
+    except ValueError as exc:
+        raise RequestError(400, str(exc)) from None
+    raw_max = body.get("max_completion_tokens", body.get("max_tokens"))
+    if api == "messages" and raw_max is None:
+        raise RequestError(400, "max_tokens: Field required")
+    if raw_max is None:
+        max_tokens = (
+            COMPLETIONS_DEFAULT_MAX_TOKENS
+            if api == "completions"
+            else max(1, max_model_len - prompt_tokens)
+        )
+    elif isinstance(raw_max, bool) or not isinstance(raw_max, int) or raw_max < 1:
+        raise RequestError(400, "max_tokens must be a positive integer")
+    else:
+        max_tokens = raw_max
+    n = body.get("n", 1)
+    if n != 1:
+        raise RequestError(400, "the sim supports n=1 only")
+    stream = bool(body.get("stream", False))
+    options = body.get("stream_options") or {}
+    include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
+    ignore_eos = bool(body.get("ignore_eos", False))
+    min_tokens = body.get("min_tokens", 0)
+    if not isinstance(min_tokens, int) or min_tokens < 0:
+        raise RequestError(400, "min_tokens must be a non-negative integer")
+    return prompt_tokens, max_tokens, stream, include_usage, ignore_eos, min(min_tokens, max_tokens)
+
+
+async def serve(
+    config: SimConfig, port_file: Path | None = None, ready: asyncio.Future[int] | None = None
+) -> None:
+    """Run the sim until cancelled. Writes the bound port to `port_file` (atomically)
+    once the socket listens, and prints `zerohop-sim listening on URL` to stdout."""
+    app = SimApp(config)
+    loop = asyncio.get_running_loop()
+    await app.start()
+    # The hot path allocates many short-lived tuples; the default thresholds would run
+    # generation-2 collections (milliseconds, all objects) in the middle of write bursts.
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 1000)
+    server = await loop.create_server(
+        lambda: HttpConnection(app),
+        host=config.host,
+        port=config.port,
+        backlog=4096,
+        reuse_address=True,
+    )
+    port = server.sockets[0].getsockname()[1]
+    if port_file is not None:
+        tmp = port_file.with_suffix(port_file.suffix + ".tmp")
+        tmp.write_text(str(port))
+        tmp.replace(port_file)
+    print(f"zerohop-sim listening on http://{config.host}:{port}", flush=True)
+    if ready is not None and not ready.done():
+        ready.set_result(port)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        server.close()
+        await app.stop()

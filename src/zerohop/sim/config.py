@@ -1,0 +1,226 @@
+"""The sim's configuration: one strict pydantic model, loaded from YAML and/or flags.
+
+A config file looks like::
+
+    seed: 7
+    max_queue: 64                 # waiting requests per engine before 503/529
+    models:
+      - name: big
+        gpu: h100-sxm
+        model: llama-3-70b
+        tp: 4
+      - name: small
+        model: llama-3.2-1b
+        engine: {max_num_seqs: 64}
+        lora:
+          adapters: [{name: sql-lora, rank: 16}]
+          max_loras: 1
+    faults:
+      stall_mid: {probability: 0.01, after: 5, s: 2}
+      http_429: {probability: 0.02, retry_after: 1}
+
+Each served model gets its own engine (its own simulated GPUs). Without `models` the
+sim serves one model built from `--gpu/--model/--tp`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from zerohop.sim.profiles import load_profiles
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EngineConfig(StrictModel):
+    """vLLM-like scheduler and memory knobs, plus the cost model's constants."""
+
+    max_num_seqs: int = Field(default=256, gt=0, description="Running sequences per step")
+    max_num_batched_tokens: int = Field(
+        default=8192, gt=0, description="Token budget per step (chunked prefill)"
+    )
+    block_size: int = Field(default=16, gt=0, description="Tokens per KV-cache block")
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    non_kv_reserve_gib: float = Field(
+        default=2.0, ge=0, description="Per-GPU memory kept for activations and CUDA graphs"
+    )
+    num_gpu_blocks: int | None = Field(
+        default=None, gt=0, description="Override the KV-cache size in blocks (tests)"
+    )
+    max_model_len: int | None = Field(
+        default=None, gt=0, description="Default: the model's context"
+    )
+    step_overhead_ms: float = Field(default=0.6, ge=0, description="Fixed cost of every step")
+    tp_allreduce_us_per_layer: float = Field(default=8.0, ge=0)
+    time_scale: float = Field(default=1.0, gt=0, description="Multiply every modelled duration")
+    eos_median_tokens: float = Field(
+        default=256.0, gt=0, description="Median answer without ignore_eos"
+    )
+    eos_sigma: float = Field(default=0.6, ge=0, description="Lognormal shape of answer lengths")
+    ignore_eos_default: bool = Field(
+        default=False, description="Treat every request as ignore_eos (answers are max_tokens long)"
+    )
+
+
+class LoraAdapterConfig(StrictModel):
+    name: str = Field(min_length=1)
+    rank: int = Field(default=16, gt=0)
+
+
+class LoraConfig(StrictModel):
+    adapters: list[LoraAdapterConfig] = Field(default_factory=list)
+    max_loras: int = Field(default=4, gt=0, description="Resident adapter slots (LRU)")
+    load_ms: float | None = Field(
+        default=None, ge=0, description="Cold-load time; default: adapter bytes over PCIe + 5 ms"
+    )
+    step_overhead_ms: float = Field(default=0.2, ge=0, description="Any adapter in the batch")
+    mixed_batch_ms_per_adapter: float = Field(
+        default=0.3, ge=0, description="Per extra distinct adapter in one batch"
+    )
+
+    @field_validator("adapters", mode="before")
+    @classmethod
+    def _names_to_adapters(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+
+class ServedModelConfig(StrictModel):
+    name: str | None = Field(default=None, description="Served model name; default: the HF id")
+    aliases: list[str] = Field(default_factory=list, description="Other accepted names")
+    gpu: str = "h100-sxm"
+    model: str = "llama-3-8b"
+    tp: int = Field(default=1, gt=0)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, value: str) -> str:
+        book = load_profiles()
+        if value not in book.gpus:
+            raise ValueError(f"unknown gpu {value!r}; known: {', '.join(sorted(book.gpus))}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        book = load_profiles()
+        if value not in book.models:
+            raise ValueError(f"unknown model {value!r}; known: {', '.join(sorted(book.models))}")
+        return value
+
+    def served_name(self) -> str:
+        return self.name or load_profiles().model(self.model).hf_id
+
+
+class FaultRule(StrictModel):
+    """Probability per request of one fault, with its parameters (see faults.py)."""
+
+    model_config = ConfigDict(extra="allow")
+    probability: float = Field(ge=0, le=1)
+
+
+class SimConfig(StrictModel):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    seed: int = 0
+    max_queue: int | None = Field(
+        default=None, ge=0, description="Waiting requests per engine before HTTP 503/529"
+    )
+    api_key: str | None = Field(default=None, description="Require this bearer/x-api-key")
+    models: list[ServedModelConfig] = Field(default_factory=lambda: [ServedModelConfig()])
+    faults: dict[str, FaultRule] = Field(default_factory=dict)
+    ground_truth: Path | None = None
+    ground_truth_token_lags: bool = Field(
+        default=False, description="Write every token's emission lag into the ground truth"
+    )
+    timer_spin_us: int = Field(
+        default=400, ge=0, description="Busy-wait this close to a step's end for a precise wake"
+    )
+
+    @field_validator("faults")
+    @classmethod
+    def _known_faults(cls, value: dict[str, FaultRule]) -> dict[str, FaultRule]:
+        from zerohop.sim.faults import parse_fault_rule
+
+        for name, rule in value.items():
+            parse_fault_rule(name, rule.model_extra or {})  # raises ValueError naming it
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _unique_names(cls, value: list[ServedModelConfig]) -> list[ServedModelConfig]:
+        if not value:
+            raise ValueError("at least one model is required")
+        seen: set[str] = set()
+        for served in value:
+            for name in [served.served_name(), *served.aliases]:
+                if name in seen:
+                    raise ValueError(f"served model name {name!r} is used twice")
+                seen.add(name)
+            for adapter in served.lora.adapters:
+                if adapter.name in seen:
+                    raise ValueError(f"adapter name {adapter.name!r} clashes with a model")
+                seen.add(adapter.name)
+        return value
+
+
+class ConfigError(ValueError):
+    """A config problem, already phrased for the user (field named)."""
+
+
+def load_config(path: Path | None, overrides: dict[str, Any]) -> SimConfig:
+    """Read the YAML file (if any), apply flag overrides, validate once."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text("utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config {path}: top level must be a mapping")
+        data = dict(loaded or {})
+    model_overrides = {k: v for k, v in overrides.items() if k in _MODEL_FLAGS and v is not None}
+    engine_overrides = {k: v for k, v in overrides.items() if k in _ENGINE_FLAGS and v is not None}
+    top = {
+        k: v
+        for k, v in overrides.items()
+        if k not in _MODEL_FLAGS and k not in _ENGINE_FLAGS and v is not None
+    }
+    data.update(top)
+    if model_overrides or engine_overrides:
+        models = data.get("models") or [{}]
+        if len(models) != 1:
+            raise ConfigError(
+                "--gpu/--model/--tp/--served-model-name apply to a single model; "
+                "the config lists several: set them per model in the file"
+            )
+        first = dict(models[0])
+        first.update(model_overrides)
+        if engine_overrides:
+            first["engine"] = {**dict(first.get("engine") or {}), **engine_overrides}
+        data["models"] = [first]
+    try:
+        return SimConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+_MODEL_FLAGS = {"gpu", "model", "tp", "name"}
+_ENGINE_FLAGS = {"max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks", "time_scale"}
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"{where}: {err['msg']}")
+    return "invalid sim config: " + "; ".join(lines)

@@ -1,0 +1,192 @@
+"""`/metrics` in Prometheus text format: vLLM's metric names, DCGM-exporter GPU names.
+
+Engine metrics carry vLLM's `model_name` label (one engine per served model). The GPU
+gauges are modelled from the engine's recent steps (see `engine.GpuActivity`) and
+carry DCGM exporter labels (`gpu`, `modelName`); an engine with tensor parallelism
+owns `tp` consecutive GPU indices.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from zerohop.sim.engine import Engine
+from zerohop.sim.histograms import LAG_BUCKETS_S, BucketHistogram, LagRecorder
+
+CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+
+
+def render_metrics(
+    engines: Sequence[Engine], loop_lag: LagRecorder, emission_lag: LagRecorder
+) -> bytes:
+    out: list[str] = []
+    now_ns = time.perf_counter_ns()
+
+    def family(name: str, kind: str, help_text: str) -> None:
+        out.append(f"# HELP {name} {help_text}")
+        out.append(f"# TYPE {name} {kind}")
+
+    def labels_of(engine: Engine) -> str:
+        return f'model_name="{_esc(engine.name)}"'
+
+    family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.")
+    for e in engines:
+        out.append(f"vllm:num_requests_running{{{labels_of(e)}}} {len(e.running)}")
+    family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.")
+    for e in engines:
+        out.append(f"vllm:num_requests_waiting{{{labels_of(e)}}} {len(e.waiting)}")
+    family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.")
+    for e in engines:
+        out.append(f"vllm:kv_cache_usage_perc{{{labels_of(e)}}} {e.kv_usage():.6f}")
+    family("vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage (pre-V1 name).")
+    for e in engines:
+        out.append(f"vllm:gpu_cache_usage_perc{{{labels_of(e)}}} {e.kv_usage():.6f}")
+    family("vllm:num_preemptions_total", "counter", "Cumulative number of preemptions.")
+    for e in engines:
+        out.append(f"vllm:num_preemptions_total{{{labels_of(e)}}} {e.stats.preemptions_total}")
+    family("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.")
+    for e in engines:
+        out.append(f"vllm:prompt_tokens_total{{{labels_of(e)}}} {e.stats.prompt_tokens_total}")
+    family("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.")
+    for e in engines:
+        out.append(
+            f"vllm:generation_tokens_total{{{labels_of(e)}}} {e.stats.generation_tokens_total}"
+        )
+    family("vllm:request_success_total", "counter", "Count of successfully processed requests.")
+    for e in engines:
+        for reason, n in e.stats.success_total.items():
+            out.append(
+                f'vllm:request_success_total{{{labels_of(e)},finished_reason="{reason}"}} {n}'
+            )
+    family("vllm:lora_requests_info", "gauge", "Running stats on lora requests (value: timestamp).")
+    for e in engines:
+        if not e.lora.known:
+            continue
+        running = ",".join(sorted({s.adapter for s in e.running if s.adapter}))
+        waiting = ",".join(sorted({s.adapter for s in e.waiting if s.adapter}))
+        out.append(
+            f'vllm:lora_requests_info{{max_lora="{e.lora.max_loras}",'
+            f'running_lora_adapters="{_esc(running)}",waiting_lora_adapters="{_esc(waiting)}"}} '
+            f"{time.time():.3f}"
+        )
+    _histograms(out, family, engines, labels_of)
+    _gpu_gauges(out, family, engines, now_ns)
+    family(
+        "zerohop_sim_loop_lag_seconds",
+        "histogram",
+        "Lateness of the sim's event loop (step timer and idle probe).",
+    )
+    _lag_histogram(out, "zerohop_sim_loop_lag_seconds", loop_lag)
+    family(
+        "zerohop_sim_emission_lag_seconds",
+        "histogram",
+        "Time from a token's modelled emission to its write to the socket.",
+    )
+    _lag_histogram(out, "zerohop_sim_emission_lag_seconds", emission_lag)
+    family("zerohop_sim_loop_lag_max_seconds", "gauge", "Largest loop lag seen.")
+    out.append(f"zerohop_sim_loop_lag_max_seconds {loop_lag.max_us / 1e6:.6f}")
+    return ("\n".join(out) + "\n").encode()
+
+
+def _histograms(
+    out: list[str],
+    family: Callable[[str, str, str], None],
+    engines: Sequence[Engine],
+    labels_of: Callable[[Engine], str],
+) -> None:
+    specs = [
+        (
+            "vllm:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            "ttft",
+        ),
+        ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl"),
+        (
+            "vllm:time_per_output_token_seconds",
+            "Histogram of time per output token (old name).",
+            "itl",
+        ),
+        ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", "e2e"),
+        (
+            "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase.",
+            "queue_time",
+        ),
+    ]
+    for name, help_text, attr in specs:
+        family(name, "histogram", help_text)
+        for e in engines:
+            hist: BucketHistogram = getattr(e.stats, attr)
+            labels = labels_of(e)
+            for le, count in hist.cumulative():
+                out.append(f'{name}_bucket{{{labels},le="{le}"}} {count}')
+            out.append(f"{name}_sum{{{labels}}} {hist.sum:.6f}")
+            out.append(f"{name}_count{{{labels}}} {hist.count}")
+
+
+def _gpu_gauges(
+    out: list[str],
+    family: Callable[[str, str, str], None],
+    engines: Sequence[Engine],
+    now_ns: int,
+) -> None:
+    rows: list[tuple[int, Engine, dict[str, float]]] = []
+    index = 0
+    for e in engines:
+        sample = e.activity.sample(now_ns)
+        for _ in range(e.tp):
+            rows.append((index, e, sample))
+            index += 1
+    gauges = [
+        ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", lambda e, s: s["util_pct"]),
+        ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", lambda e, s: s["sm_clock_mhz"]),
+        (
+            "DCGM_FI_DEV_FB_USED",
+            "Framebuffer memory used (in MiB).",
+            lambda e, s: e.memory_used_mib_per_gpu(),
+        ),
+        (
+            "DCGM_FI_DEV_FB_FREE",
+            "Framebuffer memory free (in MiB).",
+            lambda e, s: e.gpu.memory_mib - e.memory_used_mib_per_gpu(),
+        ),
+        (
+            "DCGM_FI_PROF_PCIE_RX_BYTES",
+            "The rate of data received over the PCIe bus (B/s).",
+            lambda e, s: s["pcie_rx_bps"] / e.tp,
+        ),
+        (
+            "DCGM_FI_PROF_PCIE_TX_BYTES",
+            "The rate of data transmitted over the PCIe bus (B/s).",
+            lambda e, s: s["pcie_tx_bps"] / e.tp,
+        ),
+        ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", lambda e, s: s["power_w"]),
+        ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", lambda e, s: s["temp_c"]),
+    ]
+    for name, help_text, value in gauges:
+        family(name, "gauge", help_text)
+        for i, e, sample in rows:
+            labels = (
+                f'gpu="{i}",UUID="GPU-zerohop-sim-{i:04d}",device="nvidia{i}",'
+                f'modelName="{_esc(e.gpu.display_name)}",Hostname="zerohop-sim"'
+            )
+            out.append(f"{name}{{{labels}}} {value(e, sample):.3f}")
+
+
+def _lag_histogram(out: list[str], name: str, lag: LagRecorder) -> None:
+    running = 0
+    previous_us = 0
+    for bound in LAG_BUCKETS_S:
+        upper_us = int(bound * 1e6)
+        running += sum(lag.counts[previous_us : min(upper_us, lag.limit_us)])
+        running += sum(1 for v in lag.overflow if previous_us <= v < upper_us)
+        previous_us = upper_us
+        out.append(f'{name}_bucket{{le="{bound!r}"}} {running}')
+    out.append(f'{name}_bucket{{le="+Inf"}} {lag.n}')
+    out.append(f"{name}_sum {lag.total_us / 1e6:.6f}")
+    out.append(f"{name}_count {lag.n}")
+
+
+def _esc(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

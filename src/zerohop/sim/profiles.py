@@ -1,0 +1,184 @@
+"""GPU and model profiles, and the roofline that turns a batch into a step time.
+
+The numbers live in `zerohop/data/profiles.yaml` with their sources. This module only
+loads them (strict pydantic models) and does the arithmetic:
+
+* prefill (many tokens per sequence) is compute-bound:
+  FLOPs ÷ (peak dense TFLOP/s × tp × compute_efficiency);
+* decode (one token per sequence) is bandwidth-bound:
+  (weight bytes + KV bytes read) ÷ (HBM GB/s × tp × bandwidth_efficiency);
+* a step costs the larger of the two, plus a fixed per-step overhead (scheduler, kernel
+  launches, sampling) and, with tensor parallelism, an all-reduce cost per layer.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+GIB = 1024**3
+MIB = 1024**2
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GpuProfile(StrictModel):
+    """One GPU's datasheet figures plus the achievable fractions the sim uses."""
+
+    display_name: str = Field(description="Name as NVML/DCGM reports it (modelName label)")
+    memory_mib: int = Field(gt=0, description="Framebuffer as NVML reports it, MiB")
+    bf16_dense_tflops: float = Field(gt=0, description="Peak dense BF16 tensor TFLOP/s")
+    hbm_gbps: float = Field(gt=0, description="Peak memory bandwidth, GB/s (1e9 B/s)")
+    pcie_gbps: float = Field(gt=0, description="Host link bandwidth per direction, GB/s")
+    interconnect_gbps: float = Field(gt=0, description="GPU-GPU (NVLink or PCIe) GB/s")
+    tdp_w: float = Field(gt=0)
+    idle_w: float = Field(gt=0)
+    sm_clock_max_mhz: int = Field(gt=0)
+    sm_clock_idle_mhz: int = Field(gt=0)
+    compute_efficiency: float = Field(gt=0, le=1, description="Achievable MFU in prefill")
+    bandwidth_efficiency: float = Field(gt=0, le=1, description="Achievable MBU in decode")
+    sources: list[str] = Field(default_factory=list)
+
+
+class ModelProfile(StrictModel):
+    """A transformer's shape (from its Hugging Face config.json)."""
+
+    hf_id: str
+    params_b: float = Field(gt=0, description="Parameters, billions")
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    intermediate: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab: int = Field(gt=0)
+    max_position: int = Field(gt=0, description="Native context length")
+    dtype_bytes: int = Field(default=2, gt=0, description="Bytes per weight/KV element")
+    sources: list[str] = Field(default_factory=list)
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.params_b * 1e9 * self.dtype_bytes
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """K and V for every layer (all tensor-parallel shards together)."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * self.dtype_bytes
+
+    def lora_bytes(self, rank: int) -> int:
+        """Size of a LoRA adapter on all attention and MLP projections."""
+        attn = 2 * (self.hidden + self.heads * self.head_dim)  # q and o
+        attn += 2 * (self.hidden + self.kv_heads * self.head_dim)  # k and v
+        mlp = 3 * (self.hidden + self.intermediate)  # gate, up, down
+        return rank * self.layers * (attn + mlp) * self.dtype_bytes
+
+
+class MeasuredFigure(StrictModel):
+    """A public measurement the model is checked against (tests use these)."""
+
+    gpu: str
+    model: str
+    tp: int = 1
+    kind: Literal["prefill_batch_ms", "decode_ms_per_token"]
+    prompt_lens: list[int] = Field(
+        default_factory=list, description="prefill_batch_ms: prompts prefilled in one step"
+    )
+    context_tokens: int = Field(0, description="decode_ms_per_token: context length")
+    value_ms: float = Field(gt=0)
+    source: str
+
+    def modelled_ms(self, roofline: Roofline) -> float:
+        """What the roofline predicts for this measurement's setting."""
+        if self.kind == "prefill_batch_ms":
+            return roofline.step_s([(0, n) for n in self.prompt_lens])[0] * 1e3
+        return roofline.decode_s(1, self.context_tokens) * 1e3
+
+
+class ProfileBook(StrictModel):
+    gpus: dict[str, GpuProfile]
+    models: dict[str, ModelProfile]
+    measured: list[MeasuredFigure] = Field(default_factory=list)
+
+    def gpu(self, name: str) -> GpuProfile:
+        try:
+            return self.gpus[name]
+        except KeyError:
+            raise KeyError(f"unknown gpu {name!r}; known: {', '.join(sorted(self.gpus))}") from None
+
+    def model(self, name: str) -> ModelProfile:
+        try:
+            return self.models[name]
+        except KeyError:
+            raise KeyError(
+                f"unknown model {name!r}; known: {', '.join(sorted(self.models))}"
+            ) from None
+
+
+@functools.cache
+def load_profiles() -> ProfileBook:
+    """The profiles shipped with zerohop (parsed once per process)."""
+    text = resources.files("zerohop").joinpath("data/profiles.yaml").read_text("utf-8")
+    return parse_profiles(yaml.safe_load(text))
+
+
+def parse_profiles(data: Any) -> ProfileBook:
+    return ProfileBook.model_validate(data)
+
+
+class Roofline:
+    """Step time of a batch on `tp` GPUs of one kind running one model."""
+
+    def __init__(
+        self,
+        gpu: GpuProfile,
+        model: ModelProfile,
+        *,
+        tp: int = 1,
+        step_overhead_ms: float = 0.6,
+        tp_allreduce_us_per_layer: float = 8.0,
+    ) -> None:
+        self.gpu = gpu
+        self.model = model
+        self.tp = tp
+        self.flops_per_s = gpu.bf16_dense_tflops * 1e12 * tp * gpu.compute_efficiency
+        self.bytes_per_s = gpu.hbm_gbps * 1e9 * tp * gpu.bandwidth_efficiency
+        self.overhead_s = step_overhead_ms / 1e3
+        if tp > 1:
+            # two all-reduces per layer (attention out, MLP out)
+            self.overhead_s += 2 * model.layers * tp_allreduce_us_per_layer / 1e6
+        self._linear_flops_per_token = 2.0 * model.params_b * 1e9
+        self._attn_flops_coeff = 4.0 * model.layers * model.heads * model.head_dim
+        self._kv_bytes = model.kv_bytes_per_token
+        self._weights = model.weight_bytes
+        self._hidden_bytes = 2 * model.hidden * model.dtype_bytes * model.layers
+
+    def step_s(self, chunks: list[tuple[int, int]]) -> tuple[float, float, float]:
+        """(step seconds, compute seconds, memory seconds) for a batch given as
+        (context tokens already in the KV cache, new tokens this step) per sequence."""
+        new_tokens = 0
+        attn_flops = 0.0
+        kv_read = 0
+        for context, new in chunks:
+            new_tokens += new
+            # each new token attends to the context plus the new tokens before it
+            attn_flops += self._attn_flops_coeff * new * (context + (new + 1) / 2)
+            kv_read += context + new
+        flops = self._linear_flops_per_token * new_tokens + attn_flops
+        mem_bytes = self._weights + self._kv_bytes * kv_read + self._hidden_bytes * new_tokens
+        compute_s = flops / self.flops_per_s
+        memory_s = mem_bytes / self.bytes_per_s
+        return max(compute_s, memory_s) + self.overhead_s, compute_s, memory_s
+
+    def prefill_s(self, prompt_tokens: int) -> float:
+        """One request alone: its whole prompt in one step (first token included)."""
+        return self.step_s([(0, prompt_tokens)])[0]
+
+    def decode_s(self, batch: int, context: int) -> float:
+        """A decode step for `batch` sequences of `context` tokens each."""
+        return self.step_s([(context, 1)] * batch)[0]

@@ -1,0 +1,242 @@
+"""The layer under test: an orchestrator hop in its own process in front of an engine.
+
+Per request it does configurable work — wait for a slot (`max_concurrency`, a FIFO
+queue), parse the JSON body, apply a policy (read `model`, tag the request),
+re-serialise, an async wait (`per_request_ms`, e.g. a remote policy lookup), busy CPU
+work (`cpu_ms`, blocking its loop as Python gateway code does) — then forwards it over
+a fresh upstream connection and streams the response back as bytes arrive, without
+buffering. Its own cost is reported in `server-timing: layer;dur=<ms>` (queue + work
+before forwarding) so the same workload direct vs. through the layer shows the hop.
+
+`GET /health` is answered by the layer itself; everything else is forwarded.
+If the upstream ends a response early (dropped or reset connection), the proxy does
+the same to its client, so faults pass through the layer unchanged.
+
+Run: `python -m zerohop.sim.proxy --upstream http://127.0.0.1:8000 --port 8001`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from zerohop.sim.http_server import HttpConnection, HttpRequest
+
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "content-length",
+    "host",
+}
+READ_SIZE = 65536
+
+
+@dataclass(frozen=True)
+class LayerConfig:
+    upstream: str
+    host: str = "127.0.0.1"
+    port: int = 8001
+    per_request_ms: float = 0.0
+    cpu_ms: float = 0.0
+    parse: bool = True
+    reserialise: bool = False
+    max_concurrency: int = 0
+
+    def __post_init__(self) -> None:
+        split = urlsplit(self.upstream)
+        if split.scheme != "http" or not split.hostname or not split.port:
+            raise ValueError(f"upstream: expected http://HOST:PORT, got {self.upstream!r}")
+        for name in ("per_request_ms", "cpu_ms", "max_concurrency"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be >= 0")
+
+    @property
+    def upstream_host(self) -> str:
+        return urlsplit(self.upstream).hostname or "127.0.0.1"
+
+    @property
+    def upstream_port(self) -> int:
+        return urlsplit(self.upstream).port or 80
+
+
+class LayerProxy:
+    """The request handler of the proxy's HTTP server."""
+
+    def __init__(self, config: LayerConfig) -> None:
+        self.config = config
+        self._slots = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
+        self.forwarded = 0
+
+    def handle(self, conn: HttpConnection, request: HttpRequest) -> None:
+        if request.path == "/health" and request.method == "GET":
+            conn.send(200, b"", b"text/plain; charset=utf-8")  # the layer's own liveness
+            return
+        task = asyncio.get_running_loop().create_task(self._forward(conn, request))
+
+        def client_gone() -> None:
+            if not task.done():
+                task.cancel()
+
+        conn.on_lost = client_gone
+
+    async def _forward(self, conn: HttpConnection, request: HttpRequest) -> None:
+        if self._slots is None:
+            await self._forward_now(conn, request)
+            return
+        async with self._slots:
+            await self._forward_now(conn, request)
+
+    async def _forward_now(self, conn: HttpConnection, request: HttpRequest) -> None:
+        cfg = self.config
+        body = request.body
+        tag = b""
+        if cfg.parse and body:
+            try:
+                payload = json.loads(body)
+            except ValueError:
+                payload = None
+            if isinstance(payload, dict):
+                tag = _policy(payload)
+                if cfg.reserialise:
+                    body = json.dumps(payload).encode()
+        if cfg.per_request_ms > 0:
+            await asyncio.sleep(cfg.per_request_ms / 1e3)
+        if cfg.cpu_ms > 0:
+            _burn_cpu(cfg.cpu_ms / 1e3)
+        layer_ms = (time.perf_counter_ns() - request.arrival_ns) / 1e6
+        writer: asyncio.StreamWriter | None = None
+        relay = _Relay(conn, layer_ms)
+        try:
+            reader, writer = await asyncio.open_connection(cfg.upstream_host, cfg.upstream_port)
+            writer.write(_request_bytes(request, body, cfg, tag))
+            await relay.run(reader)
+        except (ConnectionError, OSError, asyncio.IncompleteReadError) as exc:
+            if not relay.started:
+                message = f"upstream unavailable: {exc}".encode()
+                conn.send(502, message, b"text/plain; charset=utf-8")
+            else:
+                conn.reset()
+        finally:
+            self.forwarded += 1
+            if writer is not None:
+                writer.close()
+
+
+class _Relay:
+    """Streams one upstream response to the client as its bytes arrive."""
+
+    def __init__(self, conn: HttpConnection, layer_ms: float) -> None:
+        self.conn = conn
+        self.layer_ms = layer_ms
+        self.started = False
+
+    async def run(self, reader: asyncio.StreamReader) -> None:
+        conn = self.conn
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head[:-4].split(b"\r\n")
+        framing, remaining = _framing(lines[1:])
+        timing = b"server-timing: layer;dur=%.3f" % self.layer_ms
+        self.started = True
+        conn.write(b"\r\n".join([*lines, timing]) + b"\r\n\r\n")
+        tail = b""
+        while True:
+            try:
+                data = await reader.read(READ_SIZE)
+            except ConnectionResetError:
+                conn.reset()
+                return
+            if not data:
+                break
+            conn.write(data)
+            if framing == "length":
+                remaining -= len(data)
+                if remaining <= 0:
+                    break
+            elif framing == "chunked":
+                tail = (tail + data)[-5:]
+                if tail == b"0\r\n\r\n":
+                    break
+        complete = (framing == "length" and remaining <= 0) or (
+            framing == "chunked" and tail == b"0\r\n\r\n"
+        )
+        conn.finish(close=not complete)
+
+
+def _policy(payload: dict[str, object]) -> bytes:
+    """What a gateway decides per request: here, the route (model) it forwards to."""
+    model = payload.get("model")
+    route = model if isinstance(model, str) else "default"
+    return b"x-zerohop-route: " + route.encode("utf-8", "replace")[:200] + b"\r\n"
+
+
+def _request_bytes(request: HttpRequest, body: bytes, cfg: LayerConfig, tag: bytes) -> bytes:
+    lines = [
+        f"{request.method} {request.target} HTTP/1.1".encode("latin-1"),
+        f"host: {cfg.upstream_host}:{cfg.upstream_port}".encode("latin-1"),
+    ]
+    for name, value in request.headers.items():
+        if name not in HOP_BY_HOP:
+            lines.append(f"{name}: {value}".encode("latin-1", "replace"))
+    lines.append(b"content-length: %d" % len(body))
+    lines.append(b"connection: close")
+    return b"\r\n".join(lines) + b"\r\n" + tag + b"\r\n" + body
+
+
+def _framing(header_lines: list[bytes]) -> tuple[str, int]:
+    for line in header_lines:
+        name, _, value = line.partition(b":")
+        key = name.strip().lower()
+        if key == b"transfer-encoding" and b"chunked" in value.lower():
+            return "chunked", 0
+        if key == b"content-length":
+            return "length", int(value.strip() or b"0")
+    return "close", 0
+
+
+def _burn_cpu(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+async def serve_proxy(config: LayerConfig, port_file: Path | None = None) -> None:
+    loop = asyncio.get_running_loop()
+    proxy = LayerProxy(config)
+    server = await loop.create_server(
+        lambda: HttpConnection(proxy),
+        host=config.host,
+        port=config.port,
+        backlog=4096,
+        reuse_address=True,
+    )
+    port = server.sockets[0].getsockname()[1]
+    if port_file is not None:
+        tmp = port_file.with_suffix(port_file.suffix + ".tmp")
+        tmp.write_text(str(port))
+        tmp.replace(port_file)
+    print(
+        f"zerohop-proxy listening on http://{config.host}:{port} -> {config.upstream}", flush=True
+    )
+    try:
+        await asyncio.Event().wait()
+    finally:
+        server.close()
+
+
+def main() -> None:
+    from zerohop.sim.cli import proxy_command
+
+    proxy_command(prog_name="zerohop proxy")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,398 @@
+"""Per-request responses: the engine's token sinks that write to the socket.
+
+`StreamingResponse` writes one chunked-encoding chunk per token the moment the engine's
+step ends, and measures the emission lag (write time - the step's modelled end).
+Requests without a stream fault take the short path (`on_token`); the faulty ones take
+`_on_token_with_fault`, which is allowed to be slow. `BufferedResponse` answers
+non-streaming requests with one JSON body at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from zerohop.records import INCOMPLETE_STREAM, OK, PROTOCOL_ERROR, stream_error_outcome
+from zerohop.sim.api_shapes import WireShape, error_body
+from zerohop.sim.engine import Engine, EngineError, Sequence
+from zerohop.sim.faults import FaultSpec
+from zerohop.sim.ground_truth import GroundTruthLog
+from zerohop.sim.histograms import LagRecorder
+from zerohop.sim.http_server import LAST_CHUNK, HttpConnection, HttpRequest, chunk
+from zerohop.sim.tokens import WORD_PIECE_BYTES, generated_text
+
+_N_PIECES = len(WORD_PIECE_BYTES)
+_clock = time.perf_counter_ns
+MALFORMED_SSE_LINE = b"zerohop-malformed-line-without-field-separator\n\n"
+CANCELLED_OUTCOME = "cancelled"
+
+
+@dataclass
+class ResponseContext:
+    """What every response needs besides the sequence itself."""
+
+    conn: HttpConnection
+    request: HttpRequest
+    engine: Engine
+    shape: WireShape
+    request_id: str
+    model_name: str
+    adapter: str | None
+    word_offset: int
+    fault: FaultSpec | None
+    ground_truth: GroundTruthLog
+    emission_lag: LagRecorder
+    keep_token_lags: bool
+    extra_headers: list[tuple[bytes, bytes]]
+
+
+class _ResponseBase:
+    def __init__(self, ctx: ResponseContext, seq_args: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.conn = ctx.conn
+        self.shape = ctx.shape
+        self.engine = ctx.engine
+        self.offset = ctx.word_offset
+        self.seq = Sequence(sink=self, **seq_args)
+        self.first_write_ns: int | None = None
+        self.last_write_ns: int | None = None
+        self.lag_count = 0
+        self.lag_sum_ns = 0
+        self.lag_max_ns = 0
+        self.token_lags_us: list[int] | None = [] if ctx.keep_token_lags else None
+        self.finished_record = False
+        fault = ctx.fault
+        self.fault_name = fault.name if fault is not None else None
+        if fault is not None:
+            if fault.name in ("stall_before_first", "slow_headers"):
+                self.seq.paused_until_ns = self.seq.arrival_ns + int(fault.number("s") * 1e9)
+            elif fault.name == "stall_mid":
+                self.seq.pause_after_tokens = fault.integer("after")
+                self.seq.pause_ns = int(fault.number("s") * 1e9)
+
+    def start(self) -> None:
+        self.conn.on_lost = self._client_gone
+        self.engine.submit(self.seq)
+
+    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+        raise NotImplementedError
+
+    def on_error(self, seq: Sequence, error: EngineError) -> None:
+        raise NotImplementedError
+
+    def _client_gone(self) -> None:
+        if not self.seq.done:
+            self.engine.abort(self.seq)
+        self._record(CANCELLED_OUTCOME, status=200)
+
+    def _note_write(self, scheduled_ns: int) -> int:
+        now = time.perf_counter_ns()
+        lag = now - scheduled_ns
+        self.ctx.emission_lag.add_ns(lag)
+        self.lag_count += 1
+        self.lag_sum_ns += lag
+        if lag > self.lag_max_ns:
+            self.lag_max_ns = lag
+        if self.token_lags_us is not None:
+            self.token_lags_us.append(lag // 1000)
+        if self.first_write_ns is None:
+            self.first_write_ns = now
+        self.last_write_ns = now
+        return now
+
+    def _record(
+        self,
+        outcome: str,
+        *,
+        status: int,
+        error_type: str | None = None,
+        completion_tokens: int | None = None,
+    ) -> None:
+        if self.finished_record:
+            return
+        self.finished_record = True
+        seq = self.seq
+        gt = self.ctx.ground_truth
+        arrival = seq.arrival_ns
+        lags: Any
+        if self.token_lags_us is not None:
+            lags = [round(v / 1000, 3) for v in self.token_lags_us]
+        elif self.lag_count:
+            lags = {
+                "n": self.lag_count,
+                "mean": round(self.lag_sum_ns / self.lag_count / 1e6, 4),
+                "max": round(self.lag_max_ns / 1e6, 4),
+            }
+        else:
+            lags = None
+        gt.add(
+            {
+                "request_id": self.ctx.request_id,
+                "api": self.shape.api,
+                "model": self.ctx.model_name,
+                "adapter": self.ctx.adapter,
+                "stream": isinstance(self, StreamingResponse),
+                "accepted_ts": gt.wall_s(self.ctx.request.accepted_ns),
+                "arrival_ts": gt.wall_s(arrival),
+                "first_token_ts": gt.wall_s(self.first_write_ns),
+                "last_token_ts": gt.wall_s(self.last_write_ns),
+                "scheduled_first_token_ts": gt.wall_s(seq.first_token_ns),
+                "prompt_tokens": seq.prompt_tokens,
+                "completion_tokens": (
+                    seq.num_output if completion_tokens is None else completion_tokens
+                ),
+                "max_tokens": seq.max_tokens,
+                "outcome": outcome,
+                "http_status": status,
+                "error_type": error_type,
+                "finish_reason": seq.finish_reason,
+                "fault": self.ctx.fault.header_value() if self.ctx.fault else None,
+                "server_ttft_ms": _ms(self.first_write_ns, arrival),
+                "server_e2e_ms": _ms(self.last_write_ns, arrival),
+                "queue_ms": _ms(seq.first_scheduled_ns, arrival),
+                "preemptions": seq.preemptions,
+                "max_emission_lag_ms": round(self.lag_max_ns / 1e6, 4) if self.lag_count else None,
+                "emit_lag_ms": lags,
+            }
+        )
+
+
+class StreamingResponse(_ResponseBase):
+    """SSE over chunked encoding, one chunk per token."""
+
+    _chunks: list[bytes] | None = None
+    _transport_write: Callable[[bytes], None]
+
+    def start(self) -> None:
+        self._recorder = self.ctx.emission_lag
+        head = self.conn.start_chunked(200, self.shape.content_type, self.ctx.extra_headers)
+        events = self.shape.head_events()
+        opening = head + (chunk(events) if events else b"")
+        if self.fault_name == "slow_headers":
+            delay = self.ctx.fault.number("s") if self.ctx.fault else 0.0
+            self._pending: list[bytes] | None = []
+            asyncio.get_running_loop().call_later(delay, self._release_head, opening)
+        else:
+            self._pending = None
+            self.conn.write(opening)
+        super().start()
+        fault = self.ctx.fault
+        if fault is not None and fault.name == "drop_mid" and fault.integer("after") == 0:
+            self._break_connection()
+        elif fault is not None and fault.name == "stream_error" and fault.integer("after") == 0:
+            self._stream_error_now(fault)
+
+    def _stream_error_now(self, fault: FaultSpec) -> None:
+        """stream_error;after=0: the error event before any token."""
+        kind = fault.text("type")
+        self._write(chunk(self.shape.error_event(kind, fault.text("message"))) + LAST_CHUNK)
+        if not self.seq.done:
+            self.engine.abort(self.seq)
+        self._record(stream_error_outcome(kind), status=200, error_type=kind)
+        self.conn.finish()
+
+    def _release_head(self, opening: bytes) -> None:
+        pending, self._pending = self._pending or [], None
+        self.conn.write(opening + b"".join(pending))
+
+    def _write(self, data: bytes) -> None:
+        if self._pending is not None:
+            self._pending.append(data)
+        else:
+            self.conn.write(data)
+
+    # --- the hot path -------------------------------------------------------------
+    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+        """One token: one pre-built chunk to the socket, then the lag is noted. The
+        first and last tokens, and faulty streams, take `_on_token_slow`."""
+        index = seq.num_output - 1
+        chunks = self._chunks
+        if finished or chunks is None or self.conn.closed:
+            self._on_token_slow(seq, scheduled_ns, finished)
+            return
+        self._transport_write(chunks[(self.offset + index) % _N_PIECES])
+        now = _clock()
+        lag = now - scheduled_ns
+        recorder = self._recorder
+        us = lag // 1000 if lag > 0 else 0
+        if us < recorder.limit_us:
+            recorder.counts[us] += 1
+        else:
+            recorder.overflow.append(us)
+        recorder.n += 1
+        recorder.total_us += us
+        if us > recorder.max_us:
+            recorder.max_us = us
+        self.lag_count += 1
+        self.lag_sum_ns += lag
+        if lag > self.lag_max_ns:
+            self.lag_max_ns = lag
+        if self.token_lags_us is not None:
+            self.token_lags_us.append(us)
+        self.last_write_ns = now
+
+    def _on_token_slow(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+        if self.fault_name is not None:
+            self._on_token_with_fault(seq, scheduled_ns, finished)
+            return
+        if self.conn.closed:
+            return
+        index = seq.num_output - 1
+        piece = WORD_PIECE_BYTES[(self.offset + index) % _N_PIECES]
+        shape = self.shape
+        if not finished:
+            data = shape.token_event(piece)
+            if index == 0:
+                data = shape.first_events() + data
+            self._write(chunk(data))
+            self._note_write(scheduled_ns)
+            self._build_chunks()
+            return
+        reason = seq.finish_reason or "length"
+        data = shape.last_token_event(piece, reason)
+        if index == 0:
+            data = shape.first_events() + data
+        data += shape.tail_events(seq.prompt_tokens, seq.num_output, reason, True)
+        self._write(chunk(data) + LAST_CHUNK)
+        self._note_write(scheduled_ns)
+        self.conn.on_lost = None
+        # the record is built after the step's other writes, not between them
+        asyncio.get_running_loop().call_soon(self._finish_ok)
+
+    def _finish_ok(self) -> None:
+        self._record(OK, status=200)
+        self.conn.finish()
+
+    def _build_chunks(self) -> None:
+        """Every possible token chunk of this response, framed, built once (after the
+        first token, so it costs nothing before the stream's latency-critical start)."""
+        if self.fault_name is not None or self._pending is not None:
+            return
+        event = self.shape.token_event
+        self._chunks = [chunk(event(piece)) for piece in WORD_PIECE_BYTES]
+        transport = self.conn.transport
+        if transport is not None:
+            self._transport_write = transport.write
+
+    # --- faults and errors ---------------------------------------------------------
+    def _on_token_with_fault(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+        fault = self.ctx.fault
+        assert fault is not None
+        index = seq.num_output - 1
+        piece = WORD_PIECE_BYTES[(self.offset + index) % _N_PIECES]
+        shape = self.shape
+        name = fault.name
+        # after=0 means "with the first token" (stream_error: before it, see start())
+        trigger_at = max(1, fault.integer("after")) if "after" in fault.params else -1
+        at_trigger = seq.num_output == trigger_at or (finished and trigger_at > seq.num_output)
+        if name == "oversized_chunk" and at_trigger:
+            piece = b" " + b"x" * max(1, fault.integer("bytes") - 1)
+        reason = seq.finish_reason or "length"
+        data = shape.last_token_event(piece, reason) if finished else shape.token_event(piece)
+        if index == 0:
+            data = shape.first_events() + data
+        if at_trigger and name == "malformed_sse":
+            data += MALFORMED_SSE_LINE
+        elif at_trigger and name == "invalid_json":
+            data += shape.invalid_json_event()
+        if at_trigger and name == "stream_error":
+            data += shape.error_event(fault.text("type"), fault.text("message"))
+            self._write(chunk(data) + LAST_CHUNK)
+            self._note_write(scheduled_ns)
+            if not seq.done:
+                self.engine.abort(seq)
+            self._record(
+                stream_error_outcome(fault.text("type")), status=200, error_type=fault.text("type")
+            )
+            self.conn.finish()
+            return
+        if at_trigger and name in ("drop_mid", "reset"):
+            self._write(chunk(data))
+            self._note_write(scheduled_ns)
+            self._break_connection()
+            return
+        if not finished:
+            self._write(chunk(data))
+            self._note_write(scheduled_ns)
+            return
+        terminator = name != "missing_terminator"
+        data += shape.tail_events(seq.prompt_tokens, seq.num_output, reason, terminator)
+        self._write(chunk(data) + LAST_CHUNK)
+        self._note_write(scheduled_ns)
+        if not terminator:
+            self._record(INCOMPLETE_STREAM, status=200)
+            self.conn.finish(close=True)
+            return
+        broken = name in ("malformed_sse", "invalid_json")
+        self._record(PROTOCOL_ERROR if broken else OK, status=200)
+        self.conn.finish()
+
+    def _break_connection(self) -> None:
+        """drop_mid / reset: end the connection mid-body, no terminator."""
+        if not self.seq.done:
+            self.engine.abort(self.seq)
+        self._record(INCOMPLETE_STREAM, status=200)
+        self.conn.on_lost = None
+        if self.fault_name == "reset":
+            self.conn.reset()
+        else:
+            self.conn.close()
+
+    def on_error(self, seq: Sequence, error: EngineError) -> None:
+        self._write(chunk(self.shape.error_event(error.error_type, error.message)) + LAST_CHUNK)
+        self._record(
+            stream_error_outcome(error.error_type), status=200, error_type=error.error_type
+        )
+        self.conn.finish()
+
+
+class BufferedResponse(_ResponseBase):
+    """A non-streaming request: one JSON body when the answer is complete."""
+
+    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+        if seq.num_output == 1:
+            self.first_write_ns = None  # set at the real write below
+        if not finished:
+            return
+        reason = seq.finish_reason or "length"
+        text = generated_text(self.offset, seq.num_output)
+        name = self.fault_name
+        if name == "oversized_chunk" and self.ctx.fault is not None:
+            text += " " + "x" * self.ctx.fault.integer("bytes")
+        body = self.shape.final_body(text, seq.prompt_tokens, seq.num_output, reason)
+        if name == "stream_error" and self.ctx.fault is not None:
+            kind = self.ctx.fault.text("type")
+            body = error_body(self.shape.api, 500, self.ctx.fault.text("message"), kind)
+            self.conn.send(500, body, extra_headers=self.ctx.extra_headers)
+            self._note_write(scheduled_ns)
+            self._record(f"http_{500}", status=500, error_type=kind)
+            return
+        if name in ("drop_mid", "reset", "missing_terminator"):
+            head = self.conn.start_chunked(200, b"application/json", self.ctx.extra_headers)
+            self.conn.write(head + chunk(body[: len(body) // 2]))
+            self._note_write(scheduled_ns)
+            self._record(INCOMPLETE_STREAM, status=200)
+            self.conn.on_lost = None
+            if name == "reset":
+                self.conn.reset()
+            else:
+                self.conn.close()
+            return
+        if name in ("invalid_json", "malformed_sse"):
+            body = body[: len(body) // 2]
+        self.conn.send(200, body, extra_headers=self.ctx.extra_headers)
+        self._note_write(scheduled_ns)
+        broken = name in ("invalid_json", "malformed_sse")
+        self._record(PROTOCOL_ERROR if broken else OK, status=200)
+
+    def on_error(self, seq: Sequence, error: EngineError) -> None:
+        body = error_body(self.shape.api, error.status, error.message, error.error_type)
+        self.conn.send(error.status, body, extra_headers=self.ctx.extra_headers)
+        self._record(f"http_{error.status}", status=error.status, error_type=error.error_type)
+
+
+def _ms(later_ns: int | None, earlier_ns: int) -> float | None:
+    return None if later_ns is None else round((later_ns - earlier_ns) / 1e6, 4)

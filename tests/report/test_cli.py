@@ -1,0 +1,118 @@
+"""`zerohop report` / `zerohop compare`: success output, and bad input as one line
+with exit 2 and no traceback."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.report.conftest import RunFactory
+from zerohop.cli import cli
+from zerohop.report.cli import compare_command, report_command
+
+pytestmark = pytest.mark.unit
+
+
+def _bad(result: object, fragment: str) -> None:
+    assert result.exit_code == 2, result.output  # type: ignore[attr-defined]
+    lines = result.output.strip().splitlines()  # type: ignore[attr-defined]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0]
+    assert "Traceback" not in result.output  # type: ignore[attr-defined]
+
+
+def test_report_writes_the_page(make_run: RunFactory, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(
+        report_command,
+        [
+            str(make_run(n_requests=500)),
+            "-o",
+            str(out),
+            "--window",
+            "5",
+            "--alert",
+            "gpu_temp_c > 10 for 5s",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert out.is_file() and "report written" in result.output
+    html = out.read_text()
+    assert "gpu_temp_c &gt; 10 for 5s" in html and "fired" in html
+
+
+def test_report_reads_jsonl_sinks_of_a_killed_run(make_run: RunFactory, tmp_path: Path) -> None:
+    run_dir = tmp_path / "killed"
+    shutil.copytree(make_run(n_requests=300, sinks_only=True), run_dir)
+    result = CliRunner().invoke(report_command, [str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert "requests.parquet missing" in (run_dir / "report.html").read_text()
+
+
+def test_report_bad_input(make_run: RunFactory, tmp_path: Path) -> None:
+    runner = CliRunner()
+    _bad(runner.invoke(report_command, [str(tmp_path / "missing")]), "results folder not found")
+    broken = tmp_path / "broken"
+    shutil.copytree(make_run(n_requests=50), broken)
+    (broken / "manifest.json").write_text("{")
+    _bad(runner.invoke(report_command, [str(broken)]), "malformed manifest")
+    good = make_run(n_requests=50)
+    _bad(runner.invoke(report_command, [str(good), "--alert", "gpu_temp_c >> 3"]), "alert rule")
+    _bad(runner.invoke(report_command, [str(good), "--window", "0"]), "window must be > 0")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "manifest.json").write_text((good / "manifest.json").read_text())
+    _bad(runner.invoke(report_command, [str(empty)]), "no requests.parquet")
+
+
+def test_compare_verdicts_and_fail_on_worse(make_run: RunFactory, tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = str(make_run(noise_seed=1, name="base"))
+    again = str(make_run(noise_seed=2, name="again"))
+    slower = str(make_run(noise_seed=2, tpot_scale=1.2, name="slower"))
+    same = runner.invoke(
+        compare_command, [base, again, "-o", str(tmp_path / "same.html"), "--fail-on-worse"]
+    )
+    assert same.exit_code == 0, same.output
+    assert "TPOT within noise" in same.output
+    worse = runner.invoke(
+        compare_command, [base, slower, "-o", str(tmp_path / "worse.html"), "--fail-on-worse"]
+    )
+    assert worse.exit_code == 1, worse.output
+    assert "TPOT worse" in worse.output and (tmp_path / "worse.html").is_file()
+
+
+def test_compare_bad_input(make_run: RunFactory, tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = str(make_run(noise_seed=1, name="base"))
+    _bad(runner.invoke(compare_command, [base]), "at least two")
+    _bad(runner.invoke(compare_command, [base, str(tmp_path / "nope")]), "not found")
+    _bad(
+        runner.invoke(compare_command, [base, base, "--layer-of", str(tmp_path)]),
+        "is not one of the compared folders",
+    )
+
+
+def test_subcommands_are_registered_in_the_zerohop_group() -> None:
+    runner = CliRunner()
+    assert "report" in runner.invoke(cli, ["--help"]).output
+    assert runner.invoke(cli, ["report", "--help"]).exit_code == 0
+    assert "--layer-of" in runner.invoke(cli, ["compare", "--help"]).output
+
+
+@pytest.mark.integration
+def test_real_process_exit_code_and_stderr(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "zerohop", "report", str(tmp_path / "absent")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("error: results folder not found")
+    assert "Traceback" not in done.stderr
