@@ -2,16 +2,25 @@
 
 Why not requests or geventhttpclient: both add per-chunk work or buffer small reads
 (recipes/locust-streaming.md measured +26 ms and +1,990 ms of TTFT error). Here the hot
-path is `recv` → `perf_counter_ns()` → keep the bytes; HTTP chunk framing is undone per
-read (a few `bytes.find` calls) only to know where the body ends, and SSE events and JSON
-are decoded after the stream ends (`measure.py`). Under Locust the `socket` module is
-gevent's, so every blocking call here yields to the hub.
+path is `recv` → timestamp → keep the bytes; HTTP chunk framing is undone per read (a few
+`bytes.find` calls) only to know where the body ends, and SSE events and JSON are decoded
+after the stream ends (`measure.py`). Under Locust the `socket` module is gevent's, so
+every blocking call here yields to the hub.
+
+The timestamp of a read is the kernel's, where the OS offers it (Linux `SO_TIMESTAMPNS`:
+when the bytes reached this host's TCP stack), so a read that Python got to late — the
+hub busy with other streams, a batch of tokens from one engine step queueing behind each
+other — is still stamped when the bytes arrived. Bytes that waited unread together share
+the stamp of the last of them, as events of one read always do. Where kernel stamps are
+missing, the read is stamped when `recv` returned.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import struct
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +30,10 @@ from zerohop.protocols import HttpRequest
 
 RECV_BYTES = 65536
 MAX_HEADER_BYTES = 64 * 1024
+# Linux: SO_TIMESTAMPNS (= SCM_TIMESTAMPNS) delivers a struct timespec (CLOCK_REALTIME)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_TIMESPEC = struct.Struct("@qq")
+_ANC_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
 
 # how a raw exchange ended (measure.py turns these into outcomes)
 END_COMPLETE = "complete"  # body framing says the body is complete
@@ -136,6 +149,7 @@ def stream_request(
         try:
             sock = socket.create_connection((host, port), timeout=timeouts.connect_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            enable_kernel_timestamps(sock)
         except OSError as exc:
             ex.sent_ns = ex.end_ns = clock()
             ex.end, ex.error = END_CONNECT_ERROR, f"{type(exc).__name__}: {exc}"
@@ -154,6 +168,55 @@ def stream_request(
         _close(sock)
         return ex, None
     return ex, sock
+
+
+def enable_kernel_timestamps(sock: socket.socket) -> bool:
+    """Ask the kernel to stamp received data (Linux); False where it cannot."""
+    if not sys.platform.startswith("linux") or not _ANC_BYTES:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+def _stamped_recv(sock: socket.socket, clock: Callable[[], int]
+                  ) -> Callable[[], tuple[bytes, int]]:
+    """A `recv` returning (bytes, perf_counter_ns of their arrival). With kernel stamps
+    the kernel's wall-clock arrival is mapped onto perf_counter through the offset read at
+    that moment (so wall-clock steps during a run do not leak in), never later than the
+    read itself. An injected clock (tests) always stamps at the read."""
+    if clock is time.perf_counter_ns and _kernel_stamps_on(sock):
+        recvmsg, unpack = sock.recvmsg, _TIMESPEC.unpack_from
+        perf_ns, wall_ns = time.perf_counter_ns, time.time_ns
+
+        def stamped() -> tuple[bytes, int]:
+            data, ancillary, _flags, _addr = recvmsg(RECV_BYTES, _ANC_BYTES)
+            now = perf_ns()
+            for level, kind, blob in ancillary:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(blob) >= 16:
+                    sec, nsec = unpack(blob)
+                    return data, min(now, now - (wall_ns() - (sec * 1_000_000_000 + nsec)))
+            return data, now
+
+        return stamped
+    recv = sock.recv
+
+    def plain() -> tuple[bytes, int]:
+        data = recv(RECV_BYTES)
+        return data, clock()
+
+    return plain
+
+
+def _kernel_stamps_on(sock: socket.socket) -> bool:
+    if not sys.platform.startswith("linux") or not _ANC_BYTES:
+        return False
+    try:
+        return sock.getsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS) != 0
+    except OSError:
+        return False
 
 
 def _request_head(request: HttpRequest, netloc: str) -> bytes:
@@ -189,7 +252,7 @@ def _read_response(
     awaiting_content = True  # the TTFT limit applies until content arrives
     last_read_ns = ex.sent_ns
     reads = ex.reads
-    recv = sock.recv
+    recv = _stamped_recv(sock, clock)
     while True:
         now = clock()
         if awaiting_content:
@@ -204,8 +267,7 @@ def _read_response(
             return False
         sock.settimeout(remaining / 1e9)
         try:
-            data = recv(RECV_BYTES)
-            ts = clock()  # the timestamp belongs to the read that delivered the bytes
+            data, ts = recv()  # the timestamp belongs to the read that delivered the bytes
         except TimeoutError:
             ex.end_ns, ex.end = clock(), on_expiry
             return False

@@ -148,3 +148,27 @@ def test_connect_error() -> None:
     s.close()
     ex, sock = stream_request(f"http://127.0.0.1:{port}", REQ, Timeouts(connect_s=1))
     assert ex.end == END_CONNECT_ERROR and sock is None and ex.error
+
+
+def test_kernel_timestamps_stamp_arrival_not_the_late_read() -> None:
+    """Bytes that sat unread for 300 ms are stamped when they arrived (Linux kernel
+    receive stamps), not when Python got round to reading them."""
+    import sys
+
+    from zerohop.http_stream import enable_kernel_timestamps
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("kernel receive timestamps are a Linux feature")
+    server = PacedServer([(0.0, HEAD), (0.0, _chunk(b"data: 1\n\n")), (0.0, b"0\r\n\r\n")])
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    assert enable_kernel_timestamps(sock)
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.3)  # the response is fully there; we read it late on purpose
+    from zerohop.http_stream import RawExchange, _read_response
+
+    ex = RawExchange(sent_ns=time.perf_counter_ns())
+    _read_response(sock, ex, Timeouts(), ex.sent_ns, None, time.perf_counter_ns)
+    sock.close()
+    arrived = ex.reads[0][0]
+    read_late_by_ms = (time.perf_counter_ns() - arrived) / 1e6
+    assert read_late_by_ms > 250  # stamped ~300 ms before we finished reading
