@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from zerohop.protocols import HttpRequest
@@ -130,13 +131,15 @@ def stream_request(
     first_content: Callable[[bytes], bool] | None = None,
     clock: Callable[[], int] = time.perf_counter_ns,
     sock: socket.socket | None = None,
+    reactor: Reactor | None = None,
 ) -> tuple[RawExchange, socket.socket | None]:
     """Send one request and read the whole response as it arrives.
 
     `first_content(payload_so_far)` tells, while no content has been seen, whether the
     body bytes so far hold a content event; until it says yes the TTFT limit applies,
     after it the stall limit. Returns the exchange and the socket when it may be reused
-    (keep-alive, body complete), else None.
+    (keep-alive, body complete), else None. A `reactor` (one per process, serving every
+    stream at once) does the reading instead of this call's own loop.
     """
     ex = RawExchange()
     parts = urlsplit(base_url)
@@ -163,11 +166,22 @@ def stream_request(
         ex.end, ex.error = END_CONNECT_ERROR, f"send failed: {type(exc).__name__}: {exc}"
         _close(sock)
         return ex, None
-    reusable = _read_response(sock, ex, timeouts, start_ns, first_content, clock)
+    if reactor is not None:
+        reader = ResponseReader(ex, timeouts, start_ns, first_content)
+        reactor.read(sock, reader)
+        reusable = reader.reusable
+    else:
+        reusable = _read_response(sock, ex, timeouts, start_ns, first_content, clock)
     if not reusable:
         _close(sock)
         return ex, None
     return ex, sock
+
+
+class Reactor(Protocol):
+    """Reads many sockets at once and feeds each one's ResponseReader until it is done."""
+
+    def read(self, sock: socket.socket, reader: ResponseReader) -> None: ...
 
 
 def enable_kernel_timestamps(sock: socket.socket) -> bool:
@@ -181,7 +195,7 @@ def enable_kernel_timestamps(sock: socket.socket) -> bool:
     return True
 
 
-def _stamped_recv(sock: socket.socket, clock: Callable[[], int]
+def stamped_recv(sock: socket.socket, clock: Callable[[], int]
                   ) -> Callable[[], tuple[bytes, int]]:
     """A `recv` returning (bytes, perf_counter_ns of their arrival). With kernel stamps
     the kernel's wall-clock arrival is mapped onto perf_counter through the offset read at
@@ -240,101 +254,141 @@ def _read_response(
     first_content: Callable[[bytes], bool] | None,
     clock: Callable[[], int],
 ) -> bool:
-    """Fill `ex`; return True when the connection can carry another request."""
-    total_deadline = start_ns + int(timeouts.total_s * 1e9)
-    ttft_deadline = ex.sent_ns + int(timeouts.ttft_s * 1e9)
-    stall_ns = int(timeouts.stall_s * 1e9)
-    header_buf = b""
-    body_started = False
-    decoder: ChunkedDecoder | None = None
-    content_left: int | None = None
-    early_payload = b""  # body bytes kept only until first content is detected
-    awaiting_content = True  # the TTFT limit applies until content arrives
-    last_read_ns = ex.sent_ns
-    reads = ex.reads
-    recv = _stamped_recv(sock, clock)
-    while True:
+    """Fill `ex` with blocking (or gevent-cooperative) reads; return True when the
+    connection can carry another request."""
+    reader = ResponseReader(ex, timeouts, start_ns, first_content)
+    recv = stamped_recv(sock, clock)
+    while not reader.done:
         now = clock()
-        if awaiting_content:
-            deadline, on_expiry = ttft_deadline, END_TIMEOUT_TTFT
-        else:
-            deadline, on_expiry = last_read_ns + stall_ns, END_STALL
-        if total_deadline <= deadline:
-            deadline, on_expiry = total_deadline, END_TIMEOUT_TOTAL
-        remaining = deadline - now
-        if remaining <= 0:
-            ex.end_ns, ex.end = now, on_expiry
-            return False
-        sock.settimeout(remaining / 1e9)
+        deadline, kind = reader.deadline()
+        if deadline <= now:
+            reader.expire(now, kind)
+            break
+        sock.settimeout((deadline - now) / 1e9)
         try:
             data, ts = recv()  # the timestamp belongs to the read that delivered the bytes
         except TimeoutError:
-            ex.end_ns, ex.end = clock(), on_expiry
-            return False
+            reader.expire(clock(), kind)
+            break
         except OSError as exc:
-            ex.end_ns = clock()
-            ex.end, ex.error = END_RESET, f"{type(exc).__name__}: {exc}"
-            return False
+            reader.fail(clock(), exc)
+            break
+        reader.feed(ts, data)
+    return reader.reusable
+
+
+class ResponseReader:
+    """The response side of one exchange as a state machine fed with timestamped reads:
+    status line and headers, chunked or Content-Length framing, early content detection
+    (for the TTFT limit) and the deadlines. Whoever reads the socket — a blocking loop or
+    a reactor serving many sockets — feeds it; it never touches the socket itself."""
+
+    def __init__(self, ex: RawExchange, timeouts: Timeouts, start_ns: int,
+                 first_content: Callable[[bytes], bool] | None) -> None:
+        self.ex = ex
+        self.done = False
+        self.reusable = False
+        self._total_deadline = start_ns + int(timeouts.total_s * 1e9)
+        self._ttft_deadline = ex.sent_ns + int(timeouts.ttft_s * 1e9)
+        self._stall_ns = int(timeouts.stall_s * 1e9)
+        self._first_content = first_content
+        self._header_buf = b""
+        self._body_started = False
+        self._decoder: ChunkedDecoder | None = None
+        self._content_left: int | None = None
+        self._early = b""  # body bytes kept only until first content is detected
+        self._awaiting_content = True  # the TTFT limit applies until content arrives
+        self._last_read_ns = ex.sent_ns
+
+    def deadline(self) -> tuple[int, str]:
+        """When this exchange times out if nothing more arrives, and as what."""
+        if self._awaiting_content:
+            deadline, kind = self._ttft_deadline, END_TIMEOUT_TTFT
+        else:
+            deadline, kind = self._last_read_ns + self._stall_ns, END_STALL
+        if self._total_deadline <= deadline:
+            return self._total_deadline, END_TIMEOUT_TOTAL
+        return deadline, kind
+
+    def expire(self, now: int, kind: str) -> None:
+        self._end(now, kind)
+
+    def fail(self, now: int, exc: BaseException) -> None:
+        self._end(now, END_RESET, f"{type(exc).__name__}: {exc}")
+
+    def feed(self, ts: int, data: bytes) -> None:
+        """One read: `data` (b"" = the peer closed) that arrived at perf_counter_ns `ts`."""
+        ex = self.ex
         if not data:
-            ex.end_ns = ts
             if ex.status is None:
-                ex.end, ex.error = END_RESET, "connection closed before a response"
-                return False
-            ex.end = END_EOF
-            return False
-        last_read_ns = ts
-        if not body_started:
-            header_buf += data
-            split = header_buf.find(b"\r\n\r\n")
-            if split < 0:
-                if len(header_buf) > MAX_HEADER_BYTES:
-                    ex.end_ns, ex.end = ts, END_PROTOCOL
-                    ex.error = "response headers larger than 64 KiB"
-                    return False
-                continue
+                self._end(ts, END_RESET, "connection closed before a response")
+            else:
+                self._end(ts, END_EOF)
+            return
+        self._last_read_ns = ts
+        if not self._body_started:
+            data = self._head(ts, data)
+            if self.done or not self._body_started:
+                return
+            if not data and self._content_left != 0:
+                return
+        if self._decoder is not None:
             try:
-                _parse_head(header_buf[:split], ex)
+                payload = self._decoder.feed(data)
             except ValueError as exc:
-                ex.end_ns, ex.end, ex.error = ts, END_PROTOCOL, str(exc)
-                return False
-            body_started = True
-            te = ex.headers.get("transfer-encoding", "").lower()
-            if "chunked" in te:
-                decoder = ChunkedDecoder()
-            elif "content-length" in ex.headers:
-                try:
-                    content_left = int(ex.headers["content-length"])
-                except ValueError:
-                    ex.end_ns, ex.end, ex.error = ts, END_PROTOCOL, "bad Content-Length"
-                    return False
-            data = header_buf[split + 4 :]
-            header_buf = b""
-            if ex.status != 200:
-                awaiting_content = False  # an error body carries no content
-            if not data and content_left != 0:
-                continue
-        if decoder is not None:
-            try:
-                payload = decoder.feed(data)
-            except ValueError as exc:
-                ex.end_ns, ex.end, ex.error = ts, END_PROTOCOL, f"bad chunked framing: {exc}"
-                return False
+                self._end(ts, END_PROTOCOL, f"bad chunked framing: {exc}")
+                return
         else:
             payload = data
-            if content_left is not None:
-                payload = data[:content_left]
-                content_left -= len(payload)
+            if self._content_left is not None:
+                payload = data[: self._content_left]
+                self._content_left -= len(payload)
         if payload:
-            reads.append((ts, payload))
-            if awaiting_content:
-                early_payload += payload
-                if first_content is None or first_content(early_payload):
+            ex.reads.append((ts, payload))
+            if self._awaiting_content:
+                self._early += payload
+                if self._first_content is None or self._first_content(self._early):
                     ex.first_content_ns = ts
-                    awaiting_content = False
-                    early_payload = b""
-        if (decoder is not None and decoder.done) or content_left == 0:
-            ex.end_ns, ex.end = ts, END_COMPLETE
-            return ex.headers.get("connection", "").lower() != "close"
+                    self._awaiting_content = False
+                    self._early = b""
+        if (self._decoder is not None and self._decoder.done) or self._content_left == 0:
+            self._end(ts, END_COMPLETE)
+            self.reusable = ex.headers.get("connection", "").lower() != "close"
+
+    def _head(self, ts: int, data: bytes) -> bytes:
+        """Collect the status line and headers; return the body bytes that followed."""
+        self._header_buf += data
+        split = self._header_buf.find(b"\r\n\r\n")
+        if split < 0:
+            if len(self._header_buf) > MAX_HEADER_BYTES:
+                self._end(ts, END_PROTOCOL, "response headers larger than 64 KiB")
+            return b""
+        ex = self.ex
+        try:
+            _parse_head(self._header_buf[:split], ex)
+        except ValueError as exc:
+            self._end(ts, END_PROTOCOL, str(exc))
+            return b""
+        self._body_started = True
+        if "chunked" in ex.headers.get("transfer-encoding", "").lower():
+            self._decoder = ChunkedDecoder()
+        elif "content-length" in ex.headers:
+            try:
+                self._content_left = int(ex.headers["content-length"])
+            except ValueError:
+                self._end(ts, END_PROTOCOL, "bad Content-Length")
+                return b""
+        body = self._header_buf[split + 4 :]
+        self._header_buf = b""
+        if ex.status != 200:
+            self._awaiting_content = False  # an error body carries no content
+        return body
+
+    def _end(self, ts: int, kind: str, error: str | None = None) -> None:
+        self.done = True
+        self.ex.end_ns, self.ex.end = ts, kind
+        if error is not None:
+            self.ex.error = error
 
 
 def _parse_head(head: bytes, ex: RawExchange) -> None:

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zerohop import records as rec
-from zerohop.http_stream import END_RESET, RawExchange, Timeouts, stream_request
+from zerohop.http_stream import END_RESET, RawExchange, Reactor, Timeouts, stream_request
 from zerohop.measure import build_record, content_detector
-from zerohop.protocols import ApiAdapter, GenerationRequest
+from zerohop.protocols import ApiAdapter, GenerationRequest, HttpRequest
 from zerohop.records import ClockAnchor, RequestRecord
 
 
@@ -65,6 +65,7 @@ class LLMClient:
         timeouts: Timeouts,
         anchor: ClockAnchor,
         id_prefix: str | None = None,
+        reactor: Reactor | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.adapter = adapter
@@ -76,6 +77,7 @@ class LLMClient:
         self._ids = itertools.count(1)
         self._prefix = id_prefix or f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
         self._last_yield_ns = 0
+        self._reactor = reactor
         self._sleep0 = cooperative_sleep0()
 
     def __repr__(self) -> str:  # never show the key
@@ -117,18 +119,18 @@ class LLMClient:
             scheduled_perf_ns=spec.scheduled_perf_ns, pause=self._pause,
         )
 
-    def _exchange(self, http_request: object) -> RawExchange:
+    def _exchange(self, http_request: HttpRequest) -> RawExchange:
         sock = self._idle.pop() if self._idle else None
         reused = sock is not None
         exchange, keep = stream_request(
-            self.base_url, http_request,  # type: ignore[arg-type]
-            self.timeouts, first_content=self._has_content, sock=sock,
+            self.base_url, http_request, self.timeouts, first_content=self._has_content,
+            sock=sock, reactor=self._reactor,
         )
         if reused and exchange.end == END_RESET and exchange.status is None:
             # the server closed an idle keep-alive connection: one fresh try, as clients do
             exchange, keep = stream_request(
-                self.base_url, http_request,  # type: ignore[arg-type]
-                self.timeouts, first_content=self._has_content,
+                self.base_url, http_request, self.timeouts, first_content=self._has_content,
+                reactor=self._reactor,
             )
         if keep is not None:
             self._idle.append(keep)

@@ -59,6 +59,7 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
         return
     rt = ProcessRuntime(role=_role(runner))
     environment.zerohop_runtime = rt
+    _observe_stop_signals(rt)
     if rt.role == "worker":
         rt.send = runner.send_message
         runner.register_message(MSG_DRAIN, lambda msg, **kw: _worker_drain(environment),
@@ -71,6 +72,33 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
     if rt.role == "master":
         runner.register_message(MSG_RECORDS, lambda msg, **kw: _master_receive(rt, msg))
         runner.register_message(MSG_DRAINED, lambda msg, **kw: _master_drained(rt, msg))
+
+
+def _observe_stop_signals(rt: ProcessRuntime) -> None:
+    """Note which signal ended the run, for the manifest, without changing what Locust
+    does with it: SIGINT still becomes Locust's KeyboardInterrupt, SIGTERM gets a second
+    gevent watcher next to Locust's own (libev runs both)."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if "signal" in rt.extras:  # a second Ctrl-C: the user insists, stop at once
+            if callable(previous):
+                previous(signum, frame)
+            raise KeyboardInterrupt
+        rt.extras["signal"] = "SIGINT"
+        # KeyboardInterrupt in the main greenlet only (where Locust expects it), never
+        # in whichever user greenlet or hub happened to run: no lost request, no traceback
+        hub = gevent.get_hub()
+        hub.loop.run_callback(hub.parent.throw, KeyboardInterrupt)
+
+    def on_sigterm() -> None:
+        rt.extras.setdefault("signal", "SIGTERM")
+
+    if previous is signal.default_int_handler:  # Locust's --processes parent has its own
+        signal.signal(signal.SIGINT, on_sigint)
+    rt.extras["sigterm_watcher"] = gevent.signal_handler(signal.SIGTERM, on_sigterm)
 
 
 def _validate_options(environment: Any) -> None:
@@ -271,6 +299,7 @@ def _on_quitting(environment: Any, **_: Any) -> None:
     if rt is None or rt.role == "worker":
         return
     try:
+        _stop_if_interrupted(environment, rt)
         rt.stop_sender()
         if rt.telemetry is not None:
             rt.telemetry.stop()
@@ -283,13 +312,31 @@ def _on_quitting(environment: Any, **_: Any) -> None:
                 for key in ("dropped_arrivals", "cancelled"):
                     counters[key] = counters.get(key, 0) + int(data.get(key, 0))
             code = getattr(environment, "process_exit_code", None)
+            end_reason = rt.extras.get("end_reason")
             results.finish_manifest(
                 rt.run_dir,
-                status="completed" if rt.extras.get("end_reason") is None else "interrupted",
-                end_reason=rt.extras.get("end_reason") or "finished",
+                status="completed" if end_reason is None else "interrupted",
+                end_reason=end_reason or "finished",
                 counters=counters,
                 locust_exit_code=code,
             )
     finally:
         if rt.sim is not None:
             rt.sim.stop()
+
+
+def _stop_if_interrupted(environment: Any, rt: ProcessRuntime) -> None:
+    """Locust quits on SIGINT/SIGTERM without stopping the test first: the users are
+    still running when `quitting` fires. Stop them here, through the normal drain
+    (test_stopping), so in-flight requests finish or are recorded as cancelled while
+    the sink is still open, and name the cause for the manifest."""
+    from locust.runners import STATE_RUNNING, STATE_SPAWNING
+
+    runner = environment.runner
+    if runner is None or runner.state not in (STATE_SPAWNING, STATE_RUNNING):
+        return
+    gevent.sleep(0)  # let a pending SIGTERM watcher note the signal
+    rt.extras.setdefault("end_reason", rt.extras.get("signal") or "stopped before the end")
+    log.warning("zerohop: run interrupted (%s); draining and keeping what was measured",
+                rt.extras["end_reason"])
+    runner.stop()

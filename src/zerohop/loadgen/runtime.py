@@ -61,6 +61,7 @@ class ProcessRuntime:
     self_telemetry: Any = None  # a worker's own CPU / memory / loop-lag sampler
     extras: dict[str, Any] = field(default_factory=dict)
     _sender: Any = None
+    _reactor: Any = None
     _calibration_lock: Semaphore = field(default_factory=Semaphore)
 
     # --- records -----------------------------------------------------------------
@@ -118,6 +119,14 @@ class ProcessRuntime:
         if self.in_flight:
             log.warning("zerohop: %d requests still in flight after the %.0f s drain; "
                         "they are recorded as cancelled", self.in_flight, timeout_s)
+
+    def reactor(self) -> Any:
+        """This process's one stream reader (created on first use, after Locust forked)."""
+        if self._reactor is None:
+            from zerohop.loadgen.reactor import EpollReactor
+
+            self._reactor = EpollReactor()
+        return self._reactor
 
     def calibration_lock(self) -> Semaphore:
         return self._calibration_lock

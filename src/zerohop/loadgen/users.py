@@ -58,7 +58,9 @@ def measure_and_report(environment: Any, client: LLMClient, spec: RequestSpec) -
     rt.in_flight += 1
     try:
         record = client.execute(spec, request_id=request_id)
-    except GreenletExit:
+    except (GreenletExit, KeyboardInterrupt, SystemExit):
+        # killed at the end of the run, or the greenlet that was current when Ctrl-C
+        # arrived: the request is cut off, its record is kept
         rt.counters.cancelled += 1
         rt.emit(cancelled_record(spec, request_id, client.adapter.name, client.anchor, sent_ns))
         raise

@@ -66,6 +66,7 @@ class WorkloadBinding:
                 total_s=float(opt.option(environment, "zh_total_timeout")),
             ),
             anchor=runtime_of(environment).anchor,
+            reactor=runtime_of(environment).reactor(),
         )
 
 
@@ -158,7 +159,8 @@ def calibration_for(environment: Any, api: str, model: str) -> Any:
         return cache[(api, model)]
     adapter = create_adapter(api)
     client = LLMClient(environment.host, adapter, api_key=api_key_from_env(api),
-                       timeouts=Timeouts(ttft_s=120, stall_s=60, total_s=300), anchor=rt.anchor)
+                       timeouts=Timeouts(ttft_s=120, stall_s=60, total_s=300), anchor=rt.anchor,
+                       reactor=rt.reactor())
     builder = PromptBuilder(seed=99)
     rng = np.random.default_rng(99)
     points: list[tuple[int, int]] = []

@@ -1,0 +1,112 @@
+"""One reader for every stream of a Locust process.
+
+With one greenlet per stream, each token costs a hub→greenlet switch, a failed
+non-blocking `recv` and a successful one, and when an engine step releases a token to
+200 streams at once they queue behind each other. Here one greenlet waits on an epoll
+set of all the streams' sockets (cooperatively: gevent watches the epoll descriptor),
+then reads every ready socket with a single non-blocking `recvmsg` each and feeds the
+stream's ResponseReader. Timestamps are the kernel's receive stamps (see
+`http_stream.py`), so the order in which ready sockets are served does not shift them;
+the reactor only has to read each socket before its next token arrives, which it does
+at a fraction of the per-greenlet cost. Timeouts are checked every 10 ms.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import gevent
+from gevent.event import Event
+from gevent.socket import wait_read
+
+from zerohop.http_stream import ResponseReader, stamped_recv
+
+DEADLINE_CHECK_NS = 10_000_000
+
+
+@dataclass
+class _Stream:
+    reader: ResponseReader
+    recv: Any
+    done: Event
+
+
+class EpollReactor:
+    """Create in the process that uses it (after Locust forks), not at import."""
+
+    def __init__(self) -> None:
+        epoll = _original_epoll()
+        self._epoll = epoll()
+        self._streams: dict[int, _Stream] = {}
+        self._greenlet: gevent.Greenlet | None = None
+        self._next_deadline_check = 0
+
+    def read(self, sock: socket.socket, reader: ResponseReader) -> None:
+        raw = getattr(sock, "_sock", sock)  # gevent's socket wraps the real one
+        raw.setblocking(False)  # as gevent keeps it; the reactor never waits in recv
+        fd = raw.fileno()
+        stream = _Stream(reader, stamped_recv(raw, time.perf_counter_ns), Event())
+        self._streams[fd] = stream
+        self._epoll.register(fd, select.EPOLLIN)
+        if self._greenlet is None or self._greenlet.dead:
+            self._greenlet = gevent.spawn(self._run)
+        try:
+            stream.done.wait()
+        finally:
+            self._forget(fd)
+
+    def _forget(self, fd: int) -> None:
+        if self._streams.pop(fd, None) is not None:
+            with contextlib.suppress(OSError):
+                self._epoll.unregister(fd)
+
+    def _run(self) -> None:
+        epoll_fd = self._epoll.fileno()
+        while self._streams:
+            with contextlib.suppress(TimeoutError):
+                wait_read(epoll_fd, timeout=DEADLINE_CHECK_NS / 1e9)
+            for fd, _events in self._epoll.poll(0):
+                stream = self._streams.get(fd)
+                if stream is not None:
+                    self._serve(fd, stream)
+            now = time.perf_counter_ns()
+            if now >= self._next_deadline_check:
+                self._next_deadline_check = now + DEADLINE_CHECK_NS
+                self._expire(now)
+        self._greenlet = None
+
+    def _serve(self, fd: int, stream: _Stream) -> None:
+        try:
+            data, ts = stream.recv()
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            stream.reader.fail(time.perf_counter_ns(), exc)
+        else:
+            stream.reader.feed(ts, data)
+        if stream.reader.done:
+            self._forget(fd)
+            stream.done.set()
+
+    def _expire(self, now: int) -> None:
+        for fd, stream in list(self._streams.items()):
+            deadline, kind = stream.reader.deadline()
+            if deadline <= now:
+                stream.reader.expire(now, kind)
+                self._forget(fd)
+                stream.done.set()
+
+
+def _original_epoll() -> Any:
+    """select.epoll as the OS has it: gevent's monkey patching removes it from `select`."""
+    try:
+        from gevent import monkey
+
+        return monkey.get_original("select", "epoll")
+    except (ImportError, AttributeError):
+        return select.epoll
