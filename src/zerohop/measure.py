@@ -7,6 +7,8 @@ outcome. Pure: no sockets, no clocks, so every rule here is tested on synthetic 
 
 from __future__ import annotations
 
+import email.utils
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -90,6 +92,7 @@ def build_record(
         body = b"".join(chunk for _, chunk in ex.reads)
         err = adapter.decode_error_body(ex.status, body)
         record.outcome = rec.http_outcome(ex.status)
+        record.retry_after_s = retry_after_s(ex.headers.get("retry-after"))
         record.error_type, record.error_message = err.error_type, rec.truncate_message(err.message)
         record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
         return record
@@ -99,6 +102,25 @@ def build_record(
     _fill_tokens(record, decoded)
     record.outcome = _outcome(ex, decoded, record)
     return record
+
+
+def retry_after_s(value: str | None, *, now: float | None = None) -> float | None:
+    """Retry-After as seconds: delta-seconds, or an HTTP-date (RFC 9110); None if absent
+    or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | None) -> _Decoded:

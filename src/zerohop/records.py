@@ -120,6 +120,17 @@ class RequestRecord:
     attempt: int = 1
     # ground truth from the embedded target, when it tells (server-side TTFT etc.)
     server_ttft_ms: float | None = None
+    # client policy (policy.py): the attempt's own facts, then the logical request's,
+    # which are set on its final attempt only (final_outcome is None on the others)
+    retry_after_s: float | None = None  # the response's Retry-After header, in seconds
+    attempt_reason: str | None = None  # first | retry | fallback | continuation
+    backoff_ms: float | None = None  # waited before this attempt
+    final_outcome: str | None = None  # the logical request's outcome
+    logical_e2e_ms: float | None = None  # first send → last end, waits included
+    logical_ttft_ms: float | None = None  # first send → first content of the answer
+    logical_attempts: int | None = None  # attempts the logical request made
+    answered_by: str | None = None  # the model that answered (None: none did)
+    give_up_reason: str | None = None  # why it stopped without an answer
 
     def to_row(self) -> dict[str, Any]:
         """Plain-Python dict (msgpack- and JSON-safe: no numpy scalars)."""

@@ -78,7 +78,15 @@ def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     return value
 
 
+# a secret given as a flag inside a command-line string: `--api-key X`, `--token=X`
+_SECRET_FLAG = re.compile(
+    r"(--?[\w-]*(?:api[_-]?key|token|secret|password)[\w-]*(?:=|\s+|',\s*'))([^\s'\",]+)",
+    re.I,
+)
+
+
 def scrub(text: str, secrets: Iterable[str]) -> str:
+    text = _SECRET_FLAG.sub(lambda m: m.group(1) + REDACTED, text)
     for secret in secrets:
         if secret and secret in text:
             text = text.replace(secret, REDACTED)
@@ -226,10 +234,11 @@ def _json_default(value: Any) -> Any:
 _FLOAT = {
     "scheduled_ts", "sent_ts", "first_content_ts", "end_ts", "schedule_lag_ms", "ttft_ms",
     "e2e_ms", "tpot_ms", "ttft_from_schedule_ms", "e2e_from_schedule_ms", "server_ttft_ms",
+    "retry_after_s", "backoff_ms", "logical_e2e_ms", "logical_ttft_ms",
 }
 _INT = {
     "content_events", "input_tokens", "output_tokens", "target_input_tokens", "max_tokens",
-    "http_status", "attempt",
+    "http_status", "attempt", "logical_attempts",
 }
 
 

@@ -133,3 +133,16 @@ def test_anthropic_sequence() -> None:
     assert r.outcome == rec.OK
     assert r.ttft_ms == pytest.approx(15.0)  # message_start and ping are not content
     assert r.input_tokens == 50 and r.output_tokens == 2
+
+
+def test_retry_after_header_seconds_and_http_date() -> None:
+    from zerohop.measure import retry_after_s
+
+    assert retry_after_s("3") == 3.0
+    assert retry_after_s(None) is None and retry_after_s("soon") is None
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:05 GMT", now=1445412480.0) == pytest.approx(5.0)
+    body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
+    ex = RawExchange(sent_ns=0, status=429, headers={"retry-after": "2"},
+                     reads=[(1 * MS, body)], end_ns=1 * MS, end=END_COMPLETE)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.outcome == "http_429" and r.retry_after_s == 2.0

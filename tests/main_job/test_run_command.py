@@ -83,11 +83,12 @@ def test_short_run_writes_results_report_and_judges_slo(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_compare_layer_prices_a_5ms_layer(tmp_path: Path) -> None:
-    """The embedded layer adds 5 ms per request: the comparison must say so at p50 TTFT
-    (5 ms ± 1 ms)."""
+    """The embedded layer does 5 ms of work per request; the comparison must price the
+    layer at that plus the hop itself (parse, forward, one more process on the path:
+    about 1 ms on this 2-core machine, measured with `--per-request-ms 0`)."""
     wl = tmp_path / "flood.yaml"
     wl.write_text("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 8\n"
-                  "load: {kind: closed, users: 4}\n")
+                  "load: {kind: closed, users: 2}\n")
     res = zerohop("run", "--compare-layer", "--layer-args", "--per-request-ms 5",
                   "--workload", str(wl), "--only", "ShortQueryFlood", "--duration", "15s",
                   "--results-dir", str(tmp_path), "--name", "layer", timeout=300)
@@ -95,4 +96,6 @@ def test_compare_layer_prices_a_5ms_layer(tmp_path: Path) -> None:
     assert "layer cost" in res.stdout
     budget = json.loads(next(tmp_path.glob("compare-*.json")).read_text())
     ttft_p50 = budget["layer_cost_ms"]["ttft_ms"]["p50"]
-    assert 4.0 <= ttft_p50 <= 6.0, budget
+    assert 4.5 <= ttft_p50 <= 7.5, budget
+    low, high = budget["ci95_ms"]["ttft_ms"]["p50"]
+    assert low > 3.0  # clearly a cost, not noise

@@ -220,6 +220,11 @@ def request_columns(
         "logical_request_id": np.full(n, None, dtype=object),
         "attempt": np.ones(n, dtype=np.int64),
         "server_ttft_ms": ttft * 0.98,
+        **{name: np.full(n, np.nan) for name in (
+            "retry_after_s", "backoff_ms", "logical_e2e_ms", "logical_ttft_ms",
+            "logical_attempts")},
+        **{name: np.full(n, None, dtype=object) for name in (
+            "attempt_reason", "final_outcome", "answered_by", "give_up_reason")},
     }
     # failed requests carry no gaps
     keep_gap = np.repeat(~failed, gaps)

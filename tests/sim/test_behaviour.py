@@ -72,7 +72,9 @@ def test_client_ttft_is_never_below_the_server_ttft(sim: SimProcess) -> None:
     record = truth(sim, r)
     first_content = next(t for t, data in r.reads if b'"text":" ' in data)
     client_ttft_ms = (first_content - r.sent_at) * 1e3
-    assert client_ttft_ms >= record["server_ttft_ms"] - 0.5
+    # the server stamps right after its write returns; a server descheduled between the
+    # two (2 busy cores) stamps late, so allow a few ms before calling it impossible
+    assert client_ttft_ms >= record["server_ttft_ms"] - 3.0
     assert record["completion_tokens"] == 3 and record["outcome"] == "ok"
     assert record["first_token_ts"] >= record["arrival_ts"] >= record["accepted_ts"]
 

@@ -47,6 +47,7 @@ def test_thread_mode_all_sources_one_clock_and_a_killed_server(tmp_path: Path) -
     time.sleep(0.6)
     server.stop()  # the engine dies mid-run
     time.sleep(0.5)
+    stop_called = time.time()
     out = recorder.stop()
     wall_end = time.time()
 
@@ -66,7 +67,9 @@ def test_thread_mode_all_sources_one_clock_and_a_killed_server(tmp_path: Path) -
     assert json.loads(gaps.labels.iloc[0])["reason"] in ("connection refused", "connection reset")
     # the gap starts after the last good scrape and lasts until the run ended
     assert gaps.ts.iloc[0] > queue.ts.max()
-    assert gaps.value.iloc[0] == pytest.approx(wall_end - gaps.ts.iloc[0], abs=0.2)
+    # (bounds, not a point: stop() itself can take a while on a loaded machine)
+    assert stop_called - gaps.ts.iloc[0] - 0.2 <= gaps.value.iloc[0]
+    assert gaps.value.iloc[0] <= wall_end - gaps.ts.iloc[0] + 0.05
     # the other sources went on during the gap
     nvml = df[(df.source == "nvml") & (df.metric == "gpu_temp_c")]
     assert (nvml.ts > gaps.ts.iloc[0] + 0.2).any()

@@ -45,11 +45,13 @@ def stop_open_loop_dispatchers(environment: Any) -> None:
 
 
 def _dispatch(environment: Any, user_class: type) -> None:
-    from zerohop.loadgen.users import measure_and_report
+    from zerohop.loadgen.users import new_policy_executor, run_logical_request
 
     rt = runtime_of(environment)
     binding = binding_for(environment, user_class)
     client = binding.new_client(environment)
+    executor = new_policy_executor(environment, client, binding,
+                                   (binding.spec.name, "dispatcher"))
     cap = getattr(binding.spec.load, "max_in_flight", None)
     cap_here = None if cap is None else max(1, cap // max(1, _worker_count(environment)))
     requests = Group()
@@ -66,7 +68,7 @@ def _dispatch(environment: Any, user_class: type) -> None:
                 rt.counters.dropped_arrivals += 1
                 continue
             spec = to_request_spec(planned, binding.model, scheduled_perf_ns=due_ns)
-            requests.spawn(measure_and_report, environment, client, spec)
+            requests.spawn(run_logical_request, executor, client, spec)
         # schedule exhausted (trace end): let the last requests finish
         requests.join()
     finally:

@@ -129,7 +129,9 @@ def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
     try:
         rt.sim = start_embedded_target(args)
     except Exception as exc:  # the embedded target could not start: refuse to guess a host
-        _fail(f"no --host given and the embedded target could not start: {exc}",
+        from zerohop.main_job import one_line
+
+        _fail(f"no --host given and the embedded target could not start: {one_line(exc)}",
               EXIT_UNREACHABLE)
     environment.host = rt.sim.url
     log.info("zerohop: no --host given; embedded target started at %s", rt.sim.url)

@@ -8,6 +8,7 @@ users only hold the slot and idle.
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any, ClassVar
 
@@ -16,10 +17,10 @@ from gevent import GreenletExit
 from locust import User, task
 
 from zerohop import records as rec
-from zerohop.loadgen import options as opt
 from zerohop.loadgen.client import LLMClient, RequestSpec, cancelled_record
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
+from zerohop.policy import PolicyExecutor
 from zerohop.records import RequestRecord
 
 
@@ -34,6 +35,8 @@ class LLMUser(User):
         super().__init__(environment)
         self.binding: WorkloadBinding = binding_for(environment, type(self))
         self.llm: LLMClient = self.binding.new_client(environment)
+        self.policy = new_policy_executor(environment, self.llm, self.binding,
+                                          (self.binding.spec.name, id(self)))
 
     def wait_time(self) -> float:
         return self.binding.think_time_s()
@@ -47,28 +50,42 @@ class LLMUser(User):
         if self.binding.open_loop or rt.draining:
             gevent.sleep(0.5)  # the dispatcher sends; or the run is draining
             return
-        measure_and_report(self.environment, self.llm, self.binding.next_spec())
+        run_logical_request(self.policy, self.llm, self.binding.next_spec())
 
 
-def measure_and_report(environment: Any, client: LLMClient, spec: RequestSpec) -> RequestRecord:
-    """Execute one request, keep its record whatever happens, fire Locust's events."""
+def new_policy_executor(environment: Any, client: LLMClient, binding: WorkloadBinding,
+                        seed: object) -> PolicyExecutor:
+    """The workload's client policy for one user (or one open-loop dispatcher): every
+    attempt is measured by `client`, kept (a cancelled one too) and reported to Locust;
+    the retry budget is the policy's in-flight retry cap for that user."""
     rt = runtime_of(environment)
-    request_id = client.new_request_id()
-    sent_ns = time.perf_counter_ns()
-    rt.in_flight += 1
-    try:
-        record = client.execute(spec, request_id=request_id)
-    except (GreenletExit, KeyboardInterrupt, SystemExit):
-        # killed at the end of the run, or the greenlet that was current when Ctrl-C
-        # arrived: the request is cut off, its record is kept
-        rt.counters.cancelled += 1
-        rt.emit(cancelled_record(spec, request_id, client.adapter.name, client.anchor, sent_ns))
-        raise
-    finally:
-        rt.in_flight -= 1
-    rt.emit(record)
-    _fire_locust_events(environment, record)
-    return record
+
+    def attempt(one: RequestSpec) -> RequestRecord:
+        request_id = client.new_request_id()
+        sent_ns = time.perf_counter_ns()
+        rt.in_flight += 1
+        try:
+            return client.execute(one, request_id=request_id)
+        except GreenletExit:
+            rt.counters.cancelled += 1
+            rt.emit(cancelled_record(one, request_id, client.adapter.name, client.anchor,
+                                     sent_ns))
+            raise
+        finally:
+            rt.in_flight -= 1
+
+    def emit(record: RequestRecord) -> None:
+        rt.emit(record)
+        _fire_locust_events(environment, record)
+
+    return PolicyExecutor(binding.spec.policy, attempt=attempt, rng=random.Random(str(seed)),
+                          sleep=gevent.sleep, emit=emit)
+
+
+def run_logical_request(executor: PolicyExecutor, client: LLMClient, spec: RequestSpec
+                        ) -> RequestRecord:
+    """One logical request (all its attempts); returns the final attempt's record."""
+    return executor.run(spec, spec.logical_request_id or client.new_request_id())[-1]
 
 
 def _fire_locust_events(environment: Any, record: RequestRecord) -> None:
@@ -91,5 +108,3 @@ def _fire_locust_events(environment: Any, record: RequestRecord) -> None:
         )
 
 
-def drain_timeout(environment: Any) -> float:
-    return float(opt.option(environment, "zh_drain_timeout"))

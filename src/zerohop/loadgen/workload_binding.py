@@ -22,6 +22,7 @@ from zerohop.http_stream import Timeouts
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.client import LLMClient, RequestSpec
 from zerohop.loadgen.runtime import runtime_of
+from zerohop.policy import client_timeouts
 from zerohop.protocols import GenerationRequest, api_key_from_env, create_adapter
 from zerohop.workloads.spec import WorkloadError, load_workload_file
 
@@ -60,11 +61,11 @@ class WorkloadBinding:
             environment.host,
             create_adapter(self.api),
             api_key=api_key_from_env(self.api),
-            timeouts=Timeouts(
+            timeouts=client_timeouts(self.spec.policy, Timeouts(
                 ttft_s=float(opt.option(environment, "zh_ttft_timeout")),
                 stall_s=float(opt.option(environment, "zh_stall_timeout")),
                 total_s=float(opt.option(environment, "zh_total_timeout")),
-            ),
+            )),
             anchor=runtime_of(environment).anchor,
             reactor=runtime_of(environment).reactor(),
         )

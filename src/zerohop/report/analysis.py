@@ -24,6 +24,7 @@ from zerohop.report.errors import ErrorSample, OutcomeCount, error_samples, outc
 from zerohop.report.fidelity import ClientFidelity, assess_fidelity
 from zerohop.report.load import RunData
 from zerohop.report.microbench import MicrobenchSummary, summarise_microbench
+from zerohop.report.policy import PolicySummary, summarise_policy
 from zerohop.report.prefill import PrefillFit, fit_prefill
 from zerohop.report.slo import SloResult, evaluate_slos, good_mask, parse_slos
 from zerohop.report.summary import ALL_WORKLOADS, WorkloadSummary, summarise_workloads
@@ -86,6 +87,7 @@ class RunAnalysis:
     alerts: list[AlertResult]
     gaps: list[TelemetryGap]
     microbench: MicrobenchSummary | None
+    policy: PolicySummary | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -145,6 +147,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         alerts=alerts,
         gaps=telemetry_gaps(telemetry),
         microbench=microbench,
+        policy=summarise_policy(requests, settings.window_s),
         notes=notes,
     )
 

@@ -43,9 +43,18 @@ FLOAT_COLUMNS: tuple[str, ...] = (
     "output_tokens",
     "http_status",
     "server_ttft_ms",
+    # client policies (retries, fallbacks): report/policy.py
+    "attempt",
+    "retry_after_s",
+    "backoff_ms",
+    "logical_e2e_ms",
+    "logical_ttft_ms",
 )
 TEXT_COLUMNS: tuple[str, ...] = ("error_type", "error_message")
-CATEGORY_COLUMNS: tuple[str, ...] = ("workload", "outcome", "adapter")
+CATEGORY_COLUMNS: tuple[str, ...] = (
+    "workload", "outcome", "adapter", "model", "final_outcome", "answered_by",
+    "give_up_reason", "attempt_reason",
+)
 LIST_COLUMN = "itl_ms"
 REQUEST_COLUMNS: tuple[str, ...] = CATEGORY_COLUMNS + FLOAT_COLUMNS + TEXT_COLUMNS
 TELEMETRY_COLUMNS: tuple[str, ...] = ("ts", "source", "metric", "labels", "value")

@@ -16,6 +16,7 @@ from zerohop.report.charts import Chart, Series, joined
 from zerohop.report.correlation import PairResult
 from zerohop.report.environment import environment_rows, redact
 from zerohop.report.glossary import glossary_entries
+from zerohop.report.policy import policy_section
 from zerohop.report.quantiles import PERCENTILE_NAMES
 
 METRIC_TITLES: dict[str, str] = {
@@ -92,6 +93,12 @@ class Page:
     charts: list[Chart] = field(default_factory=list)
 
 
+def _policy_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any] | None:
+    context, policy_charts = policy_section(analysis.policy)
+    charts.extend(policy_charts)
+    return context
+
+
 def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
     charts: list[Chart] = []
     manifest = redact(analysis.manifest)
@@ -113,6 +120,7 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
         "errors": _error_section(analysis, charts),
         "fidelity": _fidelity_section(analysis, charts),
         "microbench": _microbench_section(analysis, charts),
+        "policy": _policy_section(analysis, charts),
         "environment": [
             {"title": title, "rows": rows} for title, rows in environment_rows(manifest).items()
         ],

@@ -173,6 +173,8 @@ class SimApp:
                     "steps": e.stats.steps_total,
                     "resyncs": e.stats.resyncs_total,
                     "preemptions": e.stats.preemptions_total,
+                    "oom_failures": e.stats.oom_failures_total,
+                    "rejected": e.stats.rejected_total,
                     "generation_tokens": e.stats.generation_tokens_total,
                     "prompt_tokens": e.stats.prompt_tokens_total,
                     "lora_loads": e.stats.lora_loads_total,

@@ -66,6 +66,13 @@ class EngineConfig(StrictModel):
     ignore_eos_default: bool = Field(
         default=False, description="Treat every request as ignore_eos (answers are max_tokens long)"
     )
+    max_preemptions: int | None = Field(
+        default=None,
+        ge=0,
+        description="A sequence preempted this often is failed with out_of_memory instead of "
+        "being recomputed again (engines that give up under KV-cache pressure); "
+        "None: recompute forever, like vLLM",
+    )
 
 
 class LoraAdapterConfig(StrictModel):
@@ -197,17 +204,17 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> SimConfig:
     }
     data.update(top)
     if model_overrides or engine_overrides:
-        models = data.get("models") or [{}]
-        if len(models) != 1:
+        models = [dict(m) for m in (data.get("models") or [{}])]
+        if model_overrides and len(models) != 1:
             raise ConfigError(
                 "--gpu/--model/--tp/--served-model-name apply to a single model; "
                 "the config lists several: set them per model in the file"
             )
-        first = dict(models[0])
-        first.update(model_overrides)
-        if engine_overrides:
-            first["engine"] = {**dict(first.get("engine") or {}), **engine_overrides}
-        data["models"] = [first]
+        for served in models:  # engine flags (--time-scale, ...) apply to every model
+            served.update(model_overrides)
+            if engine_overrides:
+                served["engine"] = {**dict(served.get("engine") or {}), **engine_overrides}
+        data["models"] = models
     try:
         return SimConfig.model_validate(data)
     except ValidationError as exc:

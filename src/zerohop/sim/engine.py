@@ -110,6 +110,7 @@ class EngineStats:
     success_total: dict[str, int] = field(default_factory=lambda: {"stop": 0, "length": 0})
     aborted_total: int = 0
     rejected_total: int = 0
+    oom_failures_total: int = 0
     ttft: BucketHistogram = field(default_factory=lambda: BucketHistogram(TTFT_BUCKETS_S))
     itl: BucketHistogram = field(default_factory=lambda: BucketHistogram(ITL_BUCKETS_S))
     e2e: BucketHistogram = field(default_factory=lambda: BucketHistogram(REQUEST_LATENCY_BUCKETS_S))
@@ -495,6 +496,13 @@ class Engine:
         return 5.0 + self.model.lora_bytes(rank) / (self.gpu.pcie_gbps * 1e9) * 1e3
 
     def _preempt(self, seq: Sequence) -> None:
+        limit = self.engine_config.max_preemptions
+        if limit is not None and seq.preemptions >= limit:
+            seq.preemptions += 1
+            self.stats.preemptions_total += 1
+            self.stats.oom_failures_total += 1
+            self._fail(seq, _out_of_memory_preempted(seq, limit))
+            return
         self.running.remove(seq)
         self.pool.release(seq.blocks)
         seq.blocks = 0
@@ -590,5 +598,14 @@ def _out_of_memory(seq: Sequence, pool: BlockPool) -> EngineError:
         f"KV cache exhausted: request {seq.request_id} needs "
         f"{pool.blocks_for(seq.num_computed + 1)} blocks of {pool.num_blocks}; "
         "nothing left to preempt",
+        status=500,
+    )
+
+
+def _out_of_memory_preempted(seq: Sequence, limit: int) -> EngineError:
+    return EngineError(
+        "out_of_memory",
+        f"KV cache exhausted: request {seq.request_id} was preempted {seq.preemptions} "
+        f"time(s) (limit {limit}) and is aborted; reduce load, context or max_tokens",
         status=500,
     )

@@ -20,7 +20,8 @@ Names and parameters (defaults in brackets):
 ``slow_headers``        the status line is sent ``s`` [2] seconds late (the request waits)
 ``malformed_sse``       after ``after`` [3] tokens, one line that is no SSE field
                         (``zerohop-malformed-line-without-field-separator``); the stream
-                        then continues normally
+                        then continues normally. The SSE spec ignores such a line, so a
+                        correct client still reports ``ok`` (ground truth says so)
 ``invalid_json``        after ``after`` [3] tokens, one ``data:`` event whose JSON is cut
                         short; the stream then continues normally
 ``missing_terminator``  all content, final chunk and usage are sent, then the body ends

@@ -4,9 +4,10 @@ Per request it does configurable work — wait for a slot (`max_concurrency`, a 
 queue), parse the JSON body, apply a policy (read `model`, tag the request),
 re-serialise, an async wait (`per_request_ms`, e.g. a remote policy lookup), busy CPU
 work (`cpu_ms`, blocking its loop as Python gateway code does) — then forwards it over
-a fresh upstream connection and streams the response back as bytes arrive, without
-buffering. Its own cost is reported in `server-timing: layer;dur=<ms>` (queue + work
-before forwarding) so the same workload direct vs. through the layer shows the hop.
+a pooled keep-alive upstream connection (as production gateways do) and streams the
+response back as bytes arrive, without buffering. Its own cost is reported in
+`server-timing: layer;dur=<ms>` (queue + work before forwarding) so the same workload
+direct vs. through the layer shows the hop.
 
 `GET /health` is answered by the layer itself; everything else is forwarded.
 If the upstream ends a response early (dropped or reset connection), the proxy does
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from zerohop.http_stream import ChunkedDecoder
 from zerohop.sim.http_server import HttpConnection, HttpRequest
 
 HOP_BY_HOP = {
@@ -75,6 +78,7 @@ class LayerProxy:
         self.config = config
         self._slots = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
         self.forwarded = 0
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     def handle(self, conn: HttpConnection, request: HttpRequest) -> None:
         if request.path == "/health" and request.method == "GET":
@@ -109,16 +113,30 @@ class LayerProxy:
                 if cfg.reserialise:
                     body = json.dumps(payload).encode()
         if cfg.per_request_ms > 0:
-            await asyncio.sleep(cfg.per_request_ms / 1e3)
+            await _precise_sleep(cfg.per_request_ms / 1e3)
         if cfg.cpu_ms > 0:
             _burn_cpu(cfg.cpu_ms / 1e3)
         layer_ms = (time.perf_counter_ns() - request.arrival_ns) / 1e6
-        writer: asyncio.StreamWriter | None = None
         relay = _Relay(conn, layer_ms)
+        data = _request_bytes(request, body, cfg, tag)
+        pooled = bool(self._idle)
+        reader, writer = self._idle.pop() if pooled else (None, None)
         try:
-            reader, writer = await asyncio.open_connection(cfg.upstream_host, cfg.upstream_port)
-            writer.write(_request_bytes(request, body, cfg, tag))
-            await relay.run(reader)
+            if reader is None or writer is None:
+                reader, writer = await self._connect()
+            writer.write(data)
+            try:
+                reusable = await relay.run(reader)
+            except (ConnectionError, asyncio.IncompleteReadError):
+                if not pooled or relay.started:
+                    raise
+                writer.close()  # the upstream closed an idle pooled connection: once more
+                reader, writer = await self._connect()
+                writer.write(data)
+                reusable = await relay.run(reader)
+            if reusable:
+                self._idle.append((reader, writer))
+                writer = None
         except (ConnectionError, OSError, asyncio.IncompleteReadError) as exc:
             if not relay.started:
                 message = f"upstream unavailable: {exc}".encode()
@@ -130,6 +148,14 @@ class LayerProxy:
             if writer is not None:
                 writer.close()
 
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        cfg = self.config
+        reader, writer = await asyncio.open_connection(cfg.upstream_host, cfg.upstream_port)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return reader, writer
+
 
 class _Relay:
     """Streams one upstream response to the client as its bytes arrive."""
@@ -139,7 +165,8 @@ class _Relay:
         self.layer_ms = layer_ms
         self.started = False
 
-    async def run(self, reader: asyncio.StreamReader) -> None:
+    async def run(self, reader: asyncio.StreamReader) -> bool:
+        """Relay one response; True when the upstream connection can be reused."""
         conn = self.conn
         head = await reader.readuntil(b"\r\n\r\n")
         lines = head[:-4].split(b"\r\n")
@@ -147,28 +174,29 @@ class _Relay:
         timing = b"server-timing: layer;dur=%.3f" % self.layer_ms
         self.started = True
         conn.write(b"\r\n".join([*lines, timing]) + b"\r\n\r\n")
-        tail = b""
-        while True:
+        decoder = ChunkedDecoder() if framing == "chunked" else None
+        complete = framing == "length" and remaining <= 0
+        while not complete:
             try:
                 data = await reader.read(READ_SIZE)
             except ConnectionResetError:
                 conn.reset()
-                return
+                return False
             if not data:
                 break
             conn.write(data)
             if framing == "length":
                 remaining -= len(data)
-                if remaining <= 0:
+                complete = remaining <= 0
+            elif decoder is not None:
+                try:
+                    decoder.feed(data)
+                except ValueError:
                     break
-            elif framing == "chunked":
-                tail = (tail + data)[-5:]
-                if tail == b"0\r\n\r\n":
-                    break
-        complete = (framing == "length" and remaining <= 0) or (
-            framing == "chunked" and tail == b"0\r\n\r\n"
-        )
+                complete = decoder.done
         conn.finish(close=not complete)
+        keep_alive = not any(line.lower().startswith(b"connection: close") for line in lines)
+        return complete and keep_alive
 
 
 def _policy(payload: dict[str, object]) -> bytes:
@@ -187,7 +215,7 @@ def _request_bytes(request: HttpRequest, body: bytes, cfg: LayerConfig, tag: byt
         if name not in HOP_BY_HOP:
             lines.append(f"{name}: {value}".encode("latin-1", "replace"))
     lines.append(b"content-length: %d" % len(body))
-    lines.append(b"connection: close")
+    lines.append(b"connection: keep-alive")
     return b"\r\n".join(lines) + b"\r\n" + tag + b"\r\n" + body
 
 
@@ -200,6 +228,16 @@ def _framing(header_lines: list[bytes]) -> tuple[str, int]:
         if key == b"content-length":
             return "length", int(value.strip() or b"0")
     return "close", 0
+
+
+async def _precise_sleep(seconds: float) -> None:
+    """asyncio.sleep, but not late: event-loop timers (libuv's: 1 ms steps) overshoot, so
+    sleep to 1 ms before the end and yield in a loop for the rest."""
+    deadline = time.perf_counter() + seconds
+    if seconds > 0.001:
+        await asyncio.sleep(seconds - 0.001)
+    while time.perf_counter() < deadline:
+        await asyncio.sleep(0)
 
 
 def _burn_cpu(seconds: float) -> None:

@@ -326,8 +326,10 @@ class StreamingResponse(_ResponseBase):
             self._record(INCOMPLETE_STREAM, status=200)
             self.conn.finish(close=True)
             return
-        broken = name in ("malformed_sse", "invalid_json")
-        self._record(PROTOCOL_ERROR if broken else OK, status=200)
+        # a line without a field separator is a valid SSE field with an empty value,
+        # which the SSE spec (and every SDK) ignores: the stream is still ok. Broken
+        # JSON inside a `data:` event is the client-visible protocol error.
+        self._record(PROTOCOL_ERROR if name == "invalid_json" else OK, status=200)
         self.conn.finish()
 
     def _break_connection(self) -> None:

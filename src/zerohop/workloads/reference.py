@@ -20,8 +20,12 @@ from pydantic_core import PydanticUndefined
 
 from zerohop.workloads.spec import (
     AdapterSet,
+    BackoffSpec,
     ClosedLoad,
     ConstantArrival,
+    ContinuationSpec,
+    FallbackSpec,
+    FallbackStep,
     FixedDist,
     GammaArrival,
     LognormalDist,
@@ -32,7 +36,10 @@ from zerohop.workloads.spec import (
     PiecewisePoint,
     PiecewiseShape,
     PoissonArrival,
+    Policy,
+    PolicyTimeouts,
     RampShape,
+    RetrySpec,
     ShortQueryFloodSpec,
     SloSpec,
     SpikeShape,
@@ -69,6 +76,8 @@ _SECTIONS: tuple[tuple[str, tuple[type[BaseModel], ...]], ...] = (
     ),
     ("Token distributions", (FixedDist, UniformDist, NormalDist, LognormalDist)),
     ("Other sections", (SloSpec, AdapterSet, TokenScaling)),
+    ("Client policy (`policy:`)", (Policy, PolicyTimeouts, RetrySpec, BackoffSpec,
+                                   ContinuationSpec, FallbackSpec, FallbackStep)),
 )
 
 
