@@ -5,19 +5,23 @@ Start the embedded target unless a host is given, run the workloads through real
 microbenchmarks when a CUDA device is present, write the results folder and the report,
 print a summary and the report's path.
 
-Exit codes: 0 ok · 1 an SLO was missed · 2 bad input · 3 target unreachable.
+Exit codes: 0 ok · 1 an SLO was missed · 2 bad input · 3 target unreachable ·
+130/143 stopped by SIGINT/SIGTERM (the folder and report are still written).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ import click
 from zerohop import results
 
 EXIT_OK, EXIT_SLO, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
+EXIT_INTERRUPTED_BASE = 128  # + the signal number, as shells report it
 LOADTESTS = Path(__file__).resolve().parents[2] / "loadtests"
 CLASS_NAMES = ("ShortQueryFlood", "LongContextSummarisation", "LoRAMix", "TraceReplay")
 
@@ -118,13 +123,14 @@ def run_command(**kw: Any) -> None:
 
 def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     from zerohop.loadgen.options import parse_slo
-    from zerohop.loadgen.workload_binding import load_workloads
+    from zerohop.loadgen.workload_binding import check_inputs, load_workloads
 
     try:
         duration = parse_duration(kw["duration"])
         slo = parse_slo(kw["slo"])
         workloads = list(kw["workloads"])
-        load_workloads([str(p) for p in workloads])
+        for spec in load_workloads([str(p) for p in workloads]):
+            check_inputs(spec)
         if kw["users"] is not None and kw["users"] <= 0:
             raise ValueError("--users must be > 0")
         if kw["rate"] is not None and kw["rate"] <= 0:
@@ -175,7 +181,7 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -
         try:
             sim = start_embedded_target(plan.sim_args)
         except Exception as exc:
-            raise RunError(f"the embedded target could not start: {exc}",
+            raise RunError(f"the embedded target could not start: {one_line(exc)}",
                            EXIT_UNREACHABLE) from None
         host = sim.url
     try:
@@ -195,11 +201,21 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -
         if announce:
             click.echo(f"zerohop: target {host} · results {run_dir}")
         locust_code = _run_locust(plan, host, run_dir)
-        _maybe_microbench(plan, run_dir)
+        if locust_code < EXIT_INTERRUPTED_BASE:
+            _maybe_microbench(plan, run_dir)
     finally:
         if sim is not None:
             sim.stop()
     return _finish(plan, run_dir, locust_code)
+
+
+def one_line(exc: BaseException) -> str:
+    """An error whose text carries a child's stderr tail, as one line: the summary and
+    the child's last words (where the cause usually is)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else type(exc).__name__
+    return f"{lines[0]}: {lines[-1]}"
 
 
 def check_reachable(host: str) -> None:
@@ -249,16 +265,19 @@ def _run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
     cmd = locust_command(plan, host, run_dir)
     log_path = run_dir / "locust.log"
     with open(log_path, "w") as log:
+        # its own session: a terminal's Ctrl-C reaches Locust once, through us
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        try:
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                start_new_session=True)
+        with _forwarding_stop_signals(proc) as received:
             follow_progress(proc, run_dir, plan.duration_s)
-        except KeyboardInterrupt:
-            proc.send_signal(2)
-            proc.wait(timeout=60)
-            results.update_manifest(run_dir, end_reason="SIGINT")
-            raise
+            proc.wait()
     code = proc.returncode
+    if received:
+        manifest = results.read_manifest(run_dir)
+        results.update_manifest(run_dir, status="interrupted", end_reason=received[0],
+                                locust_end_reason=manifest.get("end_reason"))
+        return 128 + int(getattr(signal, received[0]))
     if code not in (0, 1):  # Locust exits 1 when any request failed
         tail = log_path.read_text(errors="replace")[-1500:]
         if "zerohop: error:" in tail:
@@ -266,6 +285,25 @@ def _run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
             raise RunError(line.removeprefix("zerohop: error: "), EXIT_BAD_INPUT)
         raise RunError(f"locust exited with {code}; see {log_path}:\n{tail}", EXIT_BAD_INPUT)
     return code
+
+
+@contextlib.contextmanager
+def _forwarding_stop_signals(proc: subprocess.Popen[bytes]) -> Iterator[list[str]]:
+    """While Locust runs, SIGINT/SIGTERM are passed on to it (it drains, writes its
+    records and quits) instead of killing us: the folder is then finished as usual."""
+    received: list[str] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        received.append(signal.Signals(signum).name)
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
@@ -297,6 +335,8 @@ def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
         results.finish_manifest(run_dir, status="completed", end_reason="finished")
     if report_path is not None:
         click.echo(f"report: {report_path}")
+    if locust_code >= EXIT_INTERRUPTED_BASE:  # 130 SIGINT, 143 SIGTERM
+        return RunResult(run_dir, locust_code, report_path)
     return RunResult(run_dir, EXIT_SLO if verdict.get("failed") else EXIT_OK, report_path)
 
 

@@ -103,16 +103,33 @@ def _observe_stop_signals(rt: ProcessRuntime) -> None:
 
 def _validate_options(environment: Any) -> None:
     """Every flag and every workload the selected user classes will run, before anything
-    starts: bad input is one line and exit 2, never a traceback mid-run."""
+    starts: bad input is one line and exit 2, never a traceback mid-run. A shipped default
+    trace replay whose public trace is not on this machine is left out with a warning
+    (the user did not ask for it); a trace the user named must be there."""
     from zerohop.loadgen.users import LLMUser
-    from zerohop.loadgen.workload_binding import load_workloads, spec_for
+    from zerohop.loadgen.workload_binding import (
+        check_inputs,
+        load_workloads,
+        spec_for,
+        uses_default_file,
+    )
 
     try:
         opt.parse_slo(opt.option(environment, "zh_slo"))
         load_workloads(opt.option(environment, "zh_workload"))
-        for user_class in environment.user_classes:
-            if isinstance(user_class, type) and issubclass(user_class, LLMUser):
-                spec_for(environment, user_class)
+        for user_class in list(environment.user_classes):
+            if not (isinstance(user_class, type) and issubclass(user_class, LLMUser)):
+                continue
+            try:
+                check_inputs(spec_for(environment, user_class))
+            except ValueError as exc:
+                missing = "trace file not found" in str(exc)
+                if not (missing and uses_default_file(environment, user_class)):
+                    raise
+                if len(environment.user_classes) == 1:
+                    raise
+                environment.user_classes.remove(user_class)
+                log.warning("zerohop: %s left out: %s", user_class.__name__, exc)
         _telemetry_sources(environment)
     except ValueError as exc:
         _fail(str(exc))

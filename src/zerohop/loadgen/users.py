@@ -66,7 +66,8 @@ def new_policy_executor(environment: Any, client: LLMClient, binding: WorkloadBi
         rt.in_flight += 1
         try:
             return client.execute(one, request_id=request_id)
-        except GreenletExit:
+        except (GreenletExit, KeyboardInterrupt, SystemExit):
+            # killed at the end of the run (or interrupted): the record is kept
             rt.counters.cancelled += 1
             rt.emit(cancelled_record(one, request_id, client.adapter.name, client.anchor,
                                      sent_ns))

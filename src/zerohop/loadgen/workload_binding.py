@@ -42,6 +42,14 @@ def load_workloads(files: Sequence[str]) -> list[Any]:
     return specs
 
 
+def check_inputs(spec: Any) -> None:
+    """What a spec points at must be readable before a run starts (a trace, today)."""
+    if spec.kind == "trace_replay":
+        from zerohop.workloads.traces import read_trace
+
+        read_trace(spec.trace, spec.resolved_format)
+
+
 @dataclass
 class WorkloadBinding:
     spec: Any
@@ -95,6 +103,12 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
                            calibration=calibration, default_api=api)
     open_loop = getattr(spec.load, "kind", "closed") != "closed"
     return WorkloadBinding(spec=spec, api=api, model=model, planner=planner, open_loop=open_loop)
+
+
+def uses_default_file(environment: Any, user_class: type) -> bool:
+    """True when no --workload file holds a workload of this class's kind."""
+    kind = user_class.workload_kind  # type: ignore[attr-defined]
+    return all(spec.kind != kind for spec in load_workloads(opt.option(environment, "zh_workload")))
 
 
 def spec_for(environment: Any, user_class: type) -> Any:

@@ -134,6 +134,7 @@ def _start(
             stderr=stderr,
             env=child_env,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     deadline = time.monotonic() + startup_timeout_s
     try:
@@ -147,6 +148,17 @@ def _start(
             raise SimStartError(f"{exc}\n--- {module} stderr ---\n{_tail(stderr_path)}") from None
         raise
     return SimProcess(proc, port, workdir)
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGTERM when the process that started it dies (even by
+    kill -9), so an embedded target never outlives its load generator."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _wait_for_port(proc: subprocess.Popen[bytes], port_file: Path, deadline: float) -> int:

@@ -64,7 +64,12 @@ def read_trace(path: Path, trace_format: str = "auto") -> list[TraceRequest]:
     reader = _READERS.get(fmt)
     if reader is None:
         raise WorkloadError(f"{path}: unknown trace format '{fmt}' (have: {', '.join(_READERS)})")
-    requests = reader(path)
+    try:
+        requests = reader(path)
+    except UnicodeDecodeError as exc:
+        raise WorkloadError(
+            f"{path}: trace: not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
     if not requests:
         raise WorkloadError(f"{path}: the trace holds no requests")
     return requests

@@ -1,0 +1,209 @@
+"""Issue 10 §2: SIGINT/SIGTERM at random moments, kill -9 of a worker, the target dying.
+After each: the folder is readable, the report builds, the manifest says how the run
+ended, and every request the target finished is in the records."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.reliability.conftest import (
+    FLOOD_WORKLOAD,
+    child_env,
+    free_port,
+    locust_cmd,
+    only_run_dir,
+    read_jsonl,
+    run,
+    start,
+    stop_group,
+    wait_for,
+    zerohop_cmd,
+)
+from zerohop.sim.launcher import start_sim
+
+pytestmark = pytest.mark.integration
+
+RNG = random.Random(int(os.environ.get("ZEROHOP_RELIABILITY_SEED", "10")))
+
+
+def records_flowing(results: Path, min_lines: int = 5) -> bool:
+    lines = 0
+    for path in results.rglob("records/*.jsonl"):
+        lines += path.read_bytes().count(b"\n")
+    return lines >= min_lines
+
+
+def assert_nothing_missing(run_dir: Path, truth: Path, *, lost_before: float | None = None,
+                           truth_cut_at: float | None = None) -> pd.DataFrame:
+    """Every request the target finished (ground truth) has exactly one record; ok
+    records are requests the target really finished. `lost_before`: a worker killed -9
+    at that wall time may lose what it had not yet shipped (≤ 1 s batch + flush)."""
+    df = pd.read_parquet(run_dir / "requests.parquet")
+    assert df.request_id.is_unique
+    gt = {str(t["request_id"]): t for t in read_jsonl(truth)}
+    measured_clients = {rid.rsplit("-", 1)[0] for rid in df.request_id}
+    load = {rid: t for rid, t in gt.items() if rid.rsplit("-", 1)[0] in measured_clients
+            or lost_before is not None}
+    missing = [rid for rid, t in load.items() if t["outcome"] == "ok" and rid not in
+               set(df.request_id)]
+    if lost_before is not None:  # the killed worker's last unsent batch, nothing older
+        calibration = [rid for rid in missing if rid.endswith(("-1", "-2", "-3", "-4"))]
+        late = [rid for rid in missing if float(gt[rid]["last_token_ts"] or 0)
+                > lost_before - 2.5]
+        missing = sorted(set(missing) - set(late) - set(calibration))
+    assert not missing, missing[:5]
+    ok = df[df.outcome == "ok"]
+    if truth_cut_at is not None:  # a target killed -9 loses its last unflushed 0.5 s
+        ok = ok[ok.end_ts < truth_cut_at - 1.0]
+    ok_ids = set(ok.request_id)
+    assert ok_ids <= set(gt), list(ok_ids - set(gt))[:5]
+    return df
+
+
+def assert_report_builds(run_dir: Path) -> None:
+    res = run(zerohop_cmd("report", str(run_dir)), timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (run_dir / "report.html").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_locust_headless_stopped_by_signal(sig: signal.Signals, tmp_path: Path) -> None:
+    wl = tmp_path / "flood.yaml"
+    wl.write_text(FLOOD_WORKLOAD.format(max_tokens=64, users=6))
+    truth = tmp_path / "truth.jsonl"
+    proc = start(locust_cmd(
+        "--headless", "-u", "6", "-r", "6", "-t", "60s", "--stop-timeout", "3",
+        "--drain-timeout", "3", "--results-dir", str(tmp_path / "r"), "--workload", str(wl),
+        "--telemetry", "", "--sim-args", f"--ground-truth {truth} --time-scale 3",
+        "ShortQueryFlood"), log=tmp_path / "locust.log")
+    try:
+        assert wait_for(lambda: records_flowing(tmp_path / "r"), 30), \
+            (tmp_path / "locust.log").read_text()[-2000:]
+        time.sleep(RNG.uniform(0.0, 3.0))
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=40)
+    finally:
+        stop_group(proc)
+    log = (tmp_path / "locust.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    run_dir = only_run_dir(tmp_path / "r")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted", manifest
+    assert manifest["end_reason"] == sig.name, manifest
+    df = assert_nothing_missing(run_dir, truth)
+    assert len(df) > 5
+    assert_report_builds(run_dir)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_zerohop_run_forwards_signal_and_finishes_the_folder(sig: signal.Signals,
+                                                             tmp_path: Path) -> None:
+    wl = tmp_path / "flood.yaml"
+    wl.write_text(FLOOD_WORKLOAD.format(max_tokens=64, users=4))
+    truth = tmp_path / "truth.jsonl"
+    proc = start(zerohop_cmd(
+        "run", "--duration", "60s", "--workload", str(wl), "--only", "ShortQueryFlood",
+        "--users", "4", "--telemetry", "loadgen", "--microbench", "off",
+        "--results-dir", str(tmp_path / "r"), "--name", "sig",
+        "--sim-args", f"--ground-truth {truth} --time-scale 3"), log=tmp_path / "out.log")
+    try:
+        assert wait_for(lambda: records_flowing(tmp_path / "r"), 40), \
+            (tmp_path / "out.log").read_text()[-2000:]
+        time.sleep(RNG.uniform(0.0, 3.0))
+        os.kill(proc.pid, sig)
+        code = proc.wait(timeout=60)
+    finally:
+        stop_group(proc)
+    out = (tmp_path / "out.log").read_text()
+    assert code == 128 + sig.value, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    run_dir = only_run_dir(tmp_path / "r")
+    assert "Traceback" not in (run_dir / "locust.log").read_text()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["end_reason"] == sig.name, manifest
+    assert (run_dir / "report.html").exists()  # built by `zerohop run` itself
+    assert_nothing_missing(run_dir, truth)
+    # the embedded target went down with the run
+    sim_url = manifest["target"]["url"]
+    import urllib.request
+
+    with pytest.raises(OSError):
+        urllib.request.urlopen(sim_url + "/health", timeout=2)
+
+
+def test_kill_9_of_one_worker_keeps_the_rest(tmp_path: Path) -> None:
+    wl = tmp_path / "flood.yaml"
+    wl.write_text(FLOOD_WORKLOAD.format(max_tokens=32, users=6))
+    truth = tmp_path / "truth.jsonl"
+    port = free_port()
+    common = ["--workload", str(wl), "--telemetry", ""]
+    with start_sim(["--seed", "3"], ground_truth=truth) as sim:
+        master = start(locust_cmd(
+            "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+            "--expect-workers", "2", "--headless", "-u", "6", "-r", "6", "-t", "14s",
+            "--host", sim.url, "--results-dir", str(tmp_path / "r"), *common,
+            "ShortQueryFlood"), log=tmp_path / "master.log")
+        workers = [start(locust_cmd(
+            "--worker", "--master-host", "127.0.0.1", "--master-port", str(port), *common,
+            "ShortQueryFlood"), log=tmp_path / f"worker{i}.log") for i in range(2)]
+        try:
+            assert wait_for(lambda: records_flowing(tmp_path / "r", 20), 40)
+            time.sleep(RNG.uniform(1.0, 3.0))
+            killed_at = time.time()
+            os.kill(workers[0].pid, signal.SIGKILL)
+            master.wait(timeout=90)
+            workers[1].wait(timeout=30)
+        finally:
+            for p in (master, *workers):
+                stop_group(p)
+        assert sim.alive()
+    log = (tmp_path / "master.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    run_dir = only_run_dir(tmp_path / "r")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] in ("completed", "interrupted"), manifest
+    df = assert_nothing_missing(run_dir, truth, lost_before=killed_at)
+    assert df.worker.nunique() == 2
+    # the surviving worker kept measuring after the kill
+    assert (df[df.sent_ts > killed_at + 4].worker.nunique()) == 1
+    assert_report_builds(run_dir)
+
+
+def test_target_killed_mid_run(tmp_path: Path) -> None:
+    wl = tmp_path / "flood.yaml"
+    wl.write_text(FLOOD_WORKLOAD.format(max_tokens=32, users=4))
+    truth = tmp_path / "truth.jsonl"
+    sim = start_sim(["--seed", "4"], ground_truth=truth)
+    proc = start(locust_cmd(
+        "--headless", "-u", "4", "-r", "4", "-t", "9s", "--stop-timeout", "3",
+        "--host", sim.url, "--ttft-timeout", "2",
+        "--results-dir", str(tmp_path / "r"), "--workload", str(wl), "--telemetry", "",
+        "ShortQueryFlood"), log=tmp_path / "locust.log", env=child_env())
+    try:
+        assert wait_for(lambda: records_flowing(tmp_path / "r", 10), 30)
+        time.sleep(RNG.uniform(0.5, 2.0))
+        killed_at = time.time()
+        os.killpg(sim.pid, signal.SIGKILL)
+        sim.proc.wait(timeout=10)
+        proc.wait(timeout=60)
+    finally:
+        stop_group(proc)
+        sim.stop()
+    log = (tmp_path / "locust.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    run_dir = only_run_dir(tmp_path / "r")
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"
+    df = assert_nothing_missing(run_dir, truth, truth_cut_at=killed_at)
+    after = df[df.sent_ts > df[df.outcome == "ok"].end_ts.max()]
+    assert len(after) > 0 and set(after.outcome) <= {"connect_error", "cancelled",
+                                                     "incomplete_stream"}, \
+        df.outcome.value_counts()
+    assert_report_builds(run_dir)
