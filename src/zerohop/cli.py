@@ -18,7 +18,11 @@ SUBCOMMANDS: dict[str, str] = {
     "compare": "zerohop.report.cli:compare_command",
     "microbench": "zerohop.microbench.cli:microbench_command",
     "exporter": "zerohop.telemetry.exporter:exporter_command",
+    "calibrate": "zerohop.calibrate:calibrate_command",
     "consolidate": "zerohop.results:consolidate_command",
+    "sweep": "zerohop.sweep:sweep_command",
+    "capacity": "zerohop.capacity:capacity_command",
+    "nightly": "zerohop.nightly:nightly_command",
 }
 
 EXIT_BAD_INPUT = 2

@@ -129,7 +129,8 @@ def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         duration = parse_duration(kw["duration"])
         slo = parse_slo(kw["slo"])
         workloads = list(kw["workloads"])
-        for spec in load_workloads([str(p) for p in workloads]):
+        specs = load_workloads([str(p) for p in workloads])
+        for spec in specs:
             check_inputs(spec)
         if kw["users"] is not None and kw["users"] <= 0:
             raise ValueError("--users must be > 0")
@@ -147,12 +148,21 @@ def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     except ValueError as exc:  # WorkloadError is a ValueError
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
     return RunPlan(
-        host=kw["host"], api=kw["api"], workloads=workloads, classes=list(kw["classes"]),
+        host=kw["host"], api=kw["api"], workloads=workloads,
+        classes=list(kw["classes"]) or classes_for(specs),
         users=kw["users"] or 8, rate=kw["rate"], duration_s=duration, telemetry=kw["telemetry"],
         slo=slo, name=kw["name"], workers=kw["workers"], results_dir=kw["results_dir"],
         seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
         report=not kw["no_report"], microbench=kw["microbench"],
     )
+
+
+def classes_for(specs: list[Any]) -> list[str]:
+    """The user classes that run the given workload specs: naming workload files runs
+    those workloads, not every shipped one beside them."""
+    from zerohop.workloads.spec import KIND_CLASS_NAMES
+
+    return list(dict.fromkeys(KIND_CLASS_NAMES[spec.kind] for spec in specs))
 
 
 def _check_telemetry(spec: str) -> None:

@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.planning.fakes import synthetic_runner
+from zerohop.capacity import (
+    CapacityPoint,
+    Forecast,
+    SloCheck,
+    TrafficMix,
+    find_knee,
+    measure_points,
+    plan_capacity,
+)
+from zerohop.cli import cli
+from zerohop.main_job import RunPlan
+from zerohop.sweep import SweepPlan, run_sweep
+
+pytestmark = pytest.mark.unit
+
+
+def cp(load: float, ttft_p99: float, *, goodput: float | None = None, ttft_p50: float = 0,
+       threshold: float = 500.0, out_tps: float = 1000.0) -> CapacityPoint:
+    return CapacityPoint(
+        load=load, run_dir="x", offered_rps=load, achieved_rps=load,
+        goodput_rps=load if goodput is None else goodput, output_tokens_per_s=out_tps,
+        mean_output_tokens=100.0, error_pct=0.0, ttft_p50_ms=ttft_p50 or ttft_p99 / 3,
+        ttft_p99_ms=ttft_p99, tpot_p50_ms=10, tpot_p99_ms=12,
+        slos=[SloCheck("ttft_p99_ms", threshold, ttft_p99, ttft_p99 <= threshold)],
+        workload_shares={"chat": 1.0},
+    )
+
+
+def test_plan_picks_the_best_passing_point_and_sizes_the_fleet() -> None:
+    points = [cp(1, 100), cp(2, 200), cp(4, 400), cp(8, 1400)]
+    plan = plan_capacity(points, {"ttft_p99_ms": 500}, Forecast(peak_qps=100, headroom=0.2,
+                                                               gpu_cost_per_hour=4.0))
+    assert plan.operating_point is not None and plan.operating_point.load == 4
+    assert plan.max_goodput_rps == 4
+    assert plan.replicas == math.ceil(100 * 1.2 / 4)  # 30
+    # threshold 500 crossed 10 % of the way from 400 (load 4) to 1400 (load 8)
+    assert plan.slo_limited_load_estimate == pytest.approx(4.4)
+    assert plan.slo_limited_by == "ttft_p99_ms"
+    # 4 $/h for 1000 tok/s = 3.6 M tok/h → 1.111 $ per million
+    assert plan.cost_per_million_output_tokens == pytest.approx(4.0 / 3.6)
+    assert json.dumps(plan.to_json())  # serialisable, NaN-free
+
+
+def test_plan_without_a_passing_point_says_so() -> None:
+    plan = plan_capacity([cp(1, 900), cp(2, 1200)], {"ttft_p99_ms": 500}, Forecast(peak_qps=10))
+    assert plan.operating_point is None and plan.replicas is None
+    assert any("no measured point" in n for n in plan.notes)
+
+
+def test_plan_notes_when_even_the_top_load_passes() -> None:
+    plan = plan_capacity([cp(1, 100), cp(2, 120)], {"ttft_p99_ms": 500}, Forecast())
+    assert any("true limit is higher" in n for n in plan.notes)
+
+
+def test_knee_is_where_latency_bends() -> None:
+    points = [cp(x, 0, ttft_p50=y) for x, y in [(1, 30), (2, 32), (4, 35), (6, 45), (8, 400)]]
+    knee = find_knee(points)
+    assert knee is not None and knee.load == 6
+    flat_then_linear = [cp(x, 0, ttft_p50=10 * x) for x in (1, 2, 3, 4)]
+    assert find_knee(flat_then_linear) is None  # a straight line has no knee
+
+
+def test_mix_validation_and_notes() -> None:
+    with pytest.raises(ValueError, match="sum to 1"):
+        TrafficMix(workloads={"a": 0.5, "b": 0.4})
+    mix = TrafficMix(workloads={"chat": 0.5, "rag": 0.5})
+    plan = plan_capacity([cp(1, 100), cp(2, 900)], {"ttft_p99_ms": 500}, Forecast(mix=mix))
+    text = " ".join(plan.notes)
+    assert "rag" in text and "different mix" in text
+
+
+def sweep_dir(tmp_path: Path) -> Path:
+    base = RunPlan(host="http://127.0.0.1:9", api="openai-chat", workloads=[], classes=[],
+                   users=8, rate=None, duration_s=20, telemetry="none", slo={}, name="t",
+                   workers=0, results_dir=tmp_path, seed=1)
+    return run_sweep(SweepPlan(base=base, mode="rate", loads=[1, 2, 4, 6, 8, 9.5]),
+                     runner=synthetic_runner).sweep_dir
+
+
+def test_measured_points_rejudge_slos_on_the_records(tmp_path: Path) -> None:
+    mode, points = measure_points(sweep_dir(tmp_path), {"ttft_p99_ms": 100.0})
+    assert mode == "rate"
+    met = {p.load: p.slos[0].met for p in points}
+    # fake TTFT = 30/(1-load/10) ms × lognormal(0.1): p99 ≈ 1.26× that
+    assert met[1] and met[2] and met[4]
+    assert not met[8] and not met[9.5]
+    assert all(p.goodput_rps <= p.achieved_rps + 1e-9 for p in points)
+
+
+def test_capacity_command_writes_page_and_json(tmp_path: Path) -> None:
+    folder = sweep_dir(tmp_path)
+    result = CliRunner().invoke(cli, ["capacity", str(folder), "--slo", "ttft_p99_ms=100",
+                                      "--traffic", "50", "--gpu-cost-per-hour", "2.5"])
+    assert result.exit_code == 0, result.output
+    assert "SLO-limited load ≈" in result.output
+    data = json.loads((folder / "capacity.json").read_text())
+    op = data["operating_point"]["load"]
+    assert op in (4, 6)
+    assert data["replicas"] == math.ceil(50 * 1.2 / data["max_goodput_rps"])
+    html = (folder / "capacity.html").read_text()
+    assert "chart-capacity-ttft" in html and "operating point" in html
+    assert "SLO-limited load (interpolated estimate)" in html
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--slo", "ttft_p99=5"], "--slo: 'ttft_p99' is not like"),
+        (["--slo", "ttft_p99_ms=5", "--traffic", "-1"], "--traffic must be > 0"),
+        (["--slo", "ttft_p99_ms=5", "--gpus-per-replica", "0"], "--gpus-per-replica"),
+    ],
+)
+def test_capacity_bad_input_exits_2(tmp_path: Path, args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["capacity", str(sweep_dir(tmp_path)), *args])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_capacity_bad_mix_and_missing_index(tmp_path: Path) -> None:
+    mix = tmp_path / "mix.yaml"
+    mix.write_text("workloads: {chat: 1.0}\nextra: 1\n")
+    result = CliRunner().invoke(cli, ["capacity", str(sweep_dir(tmp_path)), "--slo",
+                                      "ttft_p99_ms=5", "--mix", str(mix)])
+    assert result.exit_code == 2 and "extra" in result.output
+    result = CliRunner().invoke(cli, ["capacity", str(tmp_path), "--slo", "ttft_p99_ms=5"])
+    assert result.exit_code == 2 and "no sweep index" in result.output

@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.planning.fakes import write_fake_run
+from zerohop.cli import cli
+from zerohop.main_job import RunPlan, RunResult
+from zerohop.nightly import NightlyConfig, load_config, read_history, run_nightly
+
+pytestmark = pytest.mark.unit
+
+
+def fake_target(tpot_ms: float = 20.0, counter: itertools.count | None = None
+                ) -> Callable[[RunPlan], RunResult]:
+    """Every call is a new sample: same workload, fresh noise (a new seed)."""
+    seeds = counter or itertools.count(1)
+
+    def runner(plan: RunPlan) -> RunResult:
+        seed = next(seeds)
+        run_dir = write_fake_run(plan.results_dir, f"{plan.name}-{seed}", rate_rps=10,
+                                 duration_s=15, tpot_ms=tpot_ms, seed=seed)
+        return RunResult(run_dir, 0, None)
+
+    return runner
+
+
+def config(**changes: object) -> NightlyConfig:
+    data: dict[str, object] = {"name": "ci", "samples": 3,
+                               "load": {"rate": 10, "duration_s": 15}}
+    data.update(changes)
+    return NightlyConfig.model_validate(data)
+
+
+def test_unchanged_reruns_never_regress_and_slower_decode_does(tmp_path: Path) -> None:
+    seeds = itertools.count(1)
+    first = run_nightly(config(), tmp_path, runner=fake_target(counter=seeds))
+    assert first.entry["status"] == "baseline" and first.exit_code == 0
+    for _ in range(5):
+        rerun = run_nightly(config(), tmp_path, runner=fake_target(counter=seeds))
+        assert rerun.entry["status"] in ("pass", "improved"), rerun.entry["gates"]
+        assert rerun.exit_code == 0
+    slow = run_nightly(config(), tmp_path, runner=fake_target(tpot_ms=23.0, counter=seeds))
+    assert slow.exit_code == 1
+    assert slow.entry["status"] == "regression"
+    assert "tpot_ms p50" in slow.entry["regressions"]
+    tpot = next(g for g in slow.entry["gates"] if g["metric"] == "tpot_ms" and g["stat"] == "p50")
+    assert tpot["delta_pct"] == pytest.approx(15.0, abs=3.0)
+    history = read_history(tmp_path)
+    assert len(history) == 7
+    assert all(e["baseline_id"] == first.entry["id"] for e in history[1:])
+    page = (tmp_path / "latest.html").read_text()
+    assert "REGRESSION" in page and "chart-trend-tpot_ms" in page
+    assert (tmp_path / "runs" / slow.entry["id"] / "compare.html").is_file()
+
+
+def test_run_level_noise_band_absorbs_a_shift_the_bootstrap_calls_significant(
+    tmp_path: Path,
+) -> None:
+    # samples alternate 20 / 21.6 ms: an 8 % jump between runs of the same target
+    seeds = itertools.count(1)
+    flaky = itertools.cycle([20.0, 21.6, 20.0])
+
+    def runner(plan: RunPlan) -> RunResult:
+        seed = next(seeds)
+        return RunResult(write_fake_run(plan.results_dir, f"{plan.name}-{seed}", rate_rps=10,
+                                        duration_s=15, tpot_ms=next(flaky), seed=seed), 0, None)
+
+    run_nightly(config(), tmp_path, runner=runner)
+    again = run_nightly(config(), tmp_path, runner=runner)  # 21.6, 20, 21.6: +~5 % pooled
+    gate = next(g for g in again.entry["gates"] if g["metric"] == "tpot_ms" and g["stat"] == "p50")
+    assert gate["noise_band"] > 1.0
+    assert gate["verdict"] == "within noise"
+    assert again.exit_code == 0
+
+
+def test_set_baseline_and_latest_good(tmp_path: Path) -> None:
+    seeds = itertools.count(1)
+    run_nightly(config(), tmp_path, runner=fake_target(counter=seeds))
+    marked = run_nightly(config(), tmp_path, runner=fake_target(tpot_ms=30, counter=seeds),
+                         set_baseline=True)
+    assert marked.entry["status"] == "baseline"
+    nxt = run_nightly(config(), tmp_path, runner=fake_target(tpot_ms=30, counter=seeds))
+    assert nxt.entry["baseline_id"] == marked.entry["id"] and nxt.exit_code == 0
+    good = config(compare={"baseline": "latest-good"})
+    regress = run_nightly(good, tmp_path, runner=fake_target(tpot_ms=40, counter=seeds))
+    assert regress.exit_code == 1
+    # the regression is never a baseline for latest-good
+    after = run_nightly(good, tmp_path, runner=fake_target(tpot_ms=30, counter=seeds))
+    assert after.entry["baseline_id"] == nxt.entry["id"]
+
+
+def test_config_validation(tmp_path: Path) -> None:
+    path = tmp_path / "n.yaml"
+    path.write_text("name: x\nsamples: 1\n")
+    with pytest.raises(ValueError, match="samples"):
+        load_config(path)
+    path.write_text("name: x\nload: {rate: 2, users: 3}\n")
+    with pytest.raises(ValueError, match="exclusive"):
+        load_config(path)
+    path.write_text("name: x\nload: {workloads: [nope.yaml]}\n")
+    with pytest.raises(ValueError, match=r"load.workloads: .*nope.yaml not found"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [("name: x\nsurprise: 1\n", "surprise"),
+     ("name: x\ncompare: {threshold: loose}\n", "compare.threshold"),
+     ("name: x\ncompare: {baseline: 0007-nope}\n", "compare.baseline"),
+     ("name: x\nload: {only: [Nope]}\n", "load.only")],
+)
+def test_bad_config_exits_2_naming_the_field(tmp_path: Path, text: str, field: str) -> None:
+    path = tmp_path / "n.yaml"
+    path.write_text(text)
+    result = CliRunner().invoke(cli, ["nightly", "--config", str(path), "--history",
+                                      str(tmp_path / "h")])
+    assert result.exit_code == 2, result.output
+    assert field in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_history_lines_are_json(tmp_path: Path) -> None:
+    run_nightly(config(), tmp_path, runner=fake_target())
+    lines = (tmp_path / "history.jsonl").read_text().splitlines()
+    entry = json.loads(lines[0])
+    assert entry["figures"]["tpot_ms"]["n"] > 0
+    assert len(entry["figures"]["tpot_ms"]["sample_p50"]) == 3
+
+
+def test_the_shipped_workflow_profile_is_valid(tmp_path: Path) -> None:
+    import yaml
+
+    repo = Path(__file__).resolve().parents[2]
+    workflow = yaml.safe_load((repo / ".github/workflows/nightly-perf.yml").read_text())
+    steps = workflow["jobs"]["nightly"]["steps"]
+    script = next(s["run"] for s in steps if s.get("name") == "Write the nightly profile")
+    profile = script.split("<<'YAML'\n", 1)[1].split("\nYAML", 1)[0]
+    path = tmp_path / "nightly.yaml"  # the workflow writes it at the repository root
+    path.write_text(profile.replace("workloads/", f"{repo}/workloads/"))
+    config = load_config(path)
+    assert config.samples == 3 and config.microbench == "auto"
+    assert config.load.workloads[0].is_file()

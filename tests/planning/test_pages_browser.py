@@ -1,0 +1,72 @@
+"""The capacity and nightly pages render their charts in a real browser, with no
+script errors (the report's CSP and chart script are shared with the run report)."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.planning.fakes import synthetic_runner, write_fake_run
+from zerohop.cli import cli
+from zerohop.main_job import RunPlan, RunResult
+from zerohop.nightly import NightlyConfig, run_nightly
+from zerohop.sweep import SweepPlan, run_sweep
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def open_page(path: Path, shot: Path) -> tuple[list[str], int]:
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("system chromium not installed (apt-get install chromium)")
+    errors: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run"])
+        page = browser.new_page()
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri())
+        page.wait_for_timeout(500)
+        canvases = page.locator("canvas").count()
+        page.screenshot(path=str(shot), full_page=True)
+        browser.close()
+    return errors, canvases
+
+
+def test_capacity_page_draws_its_charts(tmp_path: Path) -> None:
+    base = RunPlan(host="http://127.0.0.1:9", api="openai-chat", workloads=[], classes=[],
+                   users=8, rate=None, duration_s=20, telemetry="none", slo={}, name="t",
+                   workers=0, results_dir=tmp_path, seed=1)
+    folder = run_sweep(SweepPlan(base=base, mode="rate", loads=[1, 2, 4, 6, 8, 9.5]),
+                       runner=synthetic_runner).sweep_dir
+    result = CliRunner().invoke(cli, ["capacity", str(folder), "--slo",
+                                      "ttft_p99_ms=100,tpot_p99_ms=30", "--traffic", "50"])
+    assert result.exit_code == 0, result.output
+    errors, canvases = open_page(folder / "capacity.html", tmp_path / "capacity.png")
+    assert errors == []
+    assert canvases >= 3
+
+
+def test_nightly_page_draws_trends(tmp_path: Path) -> None:
+    seeds = itertools.count(1)
+
+    def runner(plan: RunPlan) -> RunResult:
+        seed = next(seeds)
+        return RunResult(write_fake_run(plan.results_dir, f"{plan.name}-{seed}", rate_rps=10,
+                                        duration_s=10, tpot_ms=20 if seed < 7 else 25,
+                                        seed=seed), 0, None)
+
+    config = NightlyConfig.model_validate({"name": "ci", "samples": 2})
+    for _ in range(4):
+        run_nightly(config, tmp_path, runner=runner)
+    errors, canvases = open_page(tmp_path / "latest.html", tmp_path / "nightly.png")
+    assert errors == []
+    assert canvases >= 3

@@ -1,0 +1,55 @@
+"""Sweep, capacity and calibration against a real vLLM CPU server (the `vllm` tier).
+
+The calibration check is the issue's: fitted on part of a vLLM-CPU sweep, the model
+predicts the held-out points' p50 TTFT and TPOT within 20 %. On a 2-core machine shared
+with other work this is at the edge (measured medians move by 10-20 % between runs of
+the same rate); the assertion keeps the issue's bound so a miss is visible."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.vllm.conftest import vllm_server  # noqa: F401  (the session fixture)
+from zerohop.calibrate import calibrate, measured_points
+from zerohop.cli import cli
+from zerohop.testing.vllm_cpu import VllmServer
+
+pytestmark = [pytest.mark.vllm, pytest.mark.integration, pytest.mark.slow]
+
+WORKLOAD = Path(__file__).with_name("vllm_flood.yaml")
+RATES = "2,3,4,6,8,12,16,24,32"
+HELD_OUT = [3.0, 8.0, 24.0]
+
+
+def sweep(server: VllmServer, out: Path, rates: str, duration: str) -> Path:
+    result = CliRunner().invoke(cli, [
+        "sweep", "--host", server.url, "--model", "tiny", "--workload", str(WORKLOAD),
+        "--rates", rates, "--duration", duration, "--telemetry", "loadgen",
+        "--results-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    return max(out.glob("*-sweep-sweep"))
+
+
+def test_sweep_capacity_and_calibration_on_vllm(
+    vllm_server: VllmServer, tmp_path: Path  # noqa: F811
+) -> None:
+    sweep(vllm_server, tmp_path / "warmup", "4,24", "8s")  # compile/warm every batch shape
+    folder = sweep(vllm_server, tmp_path / "sweep", RATES, "15s")
+
+    result = CliRunner().invoke(cli, ["capacity", str(folder), "--slo",
+                                      "ttft_p99_ms=400,tpot_p99_ms=20", "--traffic", "100"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads((folder / "capacity.json").read_text())
+    assert plan["operating_point"] is not None
+
+    calibration = calibrate(measured_points(folder), HELD_OUT)
+    (folder / "calibration.json").write_text(json.dumps(calibration.to_json(), indent=2))
+    held = [e for e in calibration.errors if e.held_out]
+    assert len(held) == len(HELD_OUT)
+    worst = calibration.held_out_max_error_pct
+    assert worst < 20.0, [(e.load, round(e.ttft_error_pct, 1), round(e.tpot_error_pct, 1))
+                          for e in held]
