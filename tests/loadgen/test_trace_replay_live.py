@@ -14,7 +14,8 @@ from tests.loadgen.conftest import only_run_dir, run_locust
 from zerohop.workloads.traces import read_trace, replay_window
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "AzureLLMInferenceTrace_conv.csv"
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+TRACE = TRACES / "AzureLLMInferenceTrace_conv.csv"
 
 
 def test_azure_trace_at_10x_keeps_its_per_second_arrivals(tmp_path: Path, workload_file) -> None:
