@@ -150,10 +150,11 @@ def test_workload_files_select_their_own_classes() -> None:
     from zerohop.loadgen.workload_binding import load_workloads
     from zerohop.main_job import CLASS_NAMES
     from zerohop.nightly import ClassName
-    from zerohop.sweep import CLASS_OF_KIND, classes_for
+    from zerohop.main_job import classes_for
+    from zerohop.workloads.spec import KIND_CLASS_NAMES
 
     repo = Path(__file__).resolve().parents[2]
     specs = load_workloads([str(repo / "workloads" / "short_query_flood.yaml"),
                             str(repo / "workloads" / "long_context.yaml")])
     assert classes_for(specs) == ["ShortQueryFlood", "LongContextSummarisation"]
-    assert set(CLASS_OF_KIND.values()) == set(CLASS_NAMES) == set(get_args(ClassName))
+    assert set(KIND_CLASS_NAMES.values()) == set(CLASS_NAMES) == set(get_args(ClassName))
