@@ -148,9 +148,8 @@ def test_workload_files_select_their_own_classes() -> None:
     from typing import get_args
 
     from zerohop.loadgen.workload_binding import load_workloads
-    from zerohop.main_job import CLASS_NAMES
+    from zerohop.main_job import CLASS_NAMES, classes_for
     from zerohop.nightly import ClassName
-    from zerohop.main_job import classes_for
     from zerohop.workloads.spec import KIND_CLASS_NAMES
 
     repo = Path(__file__).resolve().parents[2]
