@@ -25,6 +25,7 @@ import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zerohop.jsonl import read_jsonl_folder
 from zerohop.records import RECORD_FIELDS
 
 MANIFEST = "manifest.json"
@@ -262,23 +263,13 @@ def requests_schema() -> pa.Schema:
 def read_record_rows(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
     """All rows from the JSONL sinks, deduplicated by (request_id, attempt). Returns the
     rows and the number of unreadable lines (a line cut short by a kill is expected)."""
+    values, bad = read_jsonl_folder(run_dir / RECORDS_DIR)
     rows: dict[tuple[str, int], dict[str, Any]] = {}
-    bad = 0
-    for path in sorted((run_dir / RECORDS_DIR).glob("*.jsonl")):
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    bad += 1
-                    continue
-                if not isinstance(row, dict) or "request_id" not in row:
-                    bad += 1
-                    continue
-                rows[(str(row["request_id"]), int(row.get("attempt") or 1))] = row
+    for row in values:
+        if not isinstance(row, dict) or "request_id" not in row:
+            bad += 1
+            continue
+        rows[(str(row["request_id"]), int(row.get("attempt") or 1))] = row
     ordered = sorted(rows.values(), key=lambda r: (r.get("sent_ts") or 0.0, r["request_id"]))
     return ordered, bad
 

@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from zerohop.results import read_record_rows
+
 MANIFEST_SCHEMA = "zerohop.run"
 MICROBENCH_FILE = "microbench.json"
 
@@ -246,22 +248,9 @@ def _itl_from_arrow(column: pa.ChunkedArray) -> ItlColumn:
 
 
 def _read_requests_jsonl(sinks: list[Path], notes: list[str]) -> tuple[pd.DataFrame, ItlColumn]:
-    rows: list[dict[str, Any]] = []
-    bad = 0
-    for sink in sinks:
-        with sink.open("r", encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    bad += 1  # a torn last line from a killed process
-                    continue
-                if isinstance(row, dict):
-                    rows.append(row)
-                else:
-                    bad += 1
+    """The sinks of a run that never consolidated (killed): the same rows, deduplicated,
+    that `zerohop consolidate` would write."""
+    rows, bad = read_record_rows(sinks[0].parent.parent)
     if bad:
         notes.append(f"skipped {bad} unreadable line(s) in records/*.jsonl")
     if not rows:

@@ -21,6 +21,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zerohop.jsonl import read_jsonl_folder
 from zerohop.telemetry.samples import GAP, Sample
 
 TELEMETRY_DIR = "telemetry"
@@ -84,24 +85,9 @@ def read_sample_rows(run_dir: Path) -> tuple[list[list[Any]], int]:
     """Every row of every sink, and the number of unreadable lines (a line cut short by
     a kill is expected). Gap episodes are collapsed: when a gap's closing row (its
     duration) exists, the opening row (NaN) is dropped."""
-    rows: list[list[Any]] = []
-    bad = 0
-    for path in sorted((run_dir / TELEMETRY_DIR).glob("*.jsonl")):
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    bad += 1
-                    continue
-                if not _valid(row):
-                    bad += 1
-                    continue
-                rows.append(row)
-    return _collapse_gaps(rows), bad
+    values, bad = read_jsonl_folder(run_dir / TELEMETRY_DIR)
+    rows = [row for row in values if _valid(row)]
+    return _collapse_gaps(rows), bad + len(values) - len(rows)
 
 
 def consolidate_telemetry(run_dir: Path) -> Path | None:
