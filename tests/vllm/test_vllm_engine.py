@@ -226,7 +226,8 @@ def test_concurrent_streams_are_batched_and_visible_in_metrics(vllm_server: Vllm
                 {
                     "model": "a0" if index % 2 else "tiny",
                     "messages": [{"role": "user", "content": f"stream {index}"}],
-                    "max_tokens": 160,
+                    # long enough that the gauges, published per engine step, see it
+                    "max_tokens": 1000,
                     "ignore_eos": True,
                     "stream": True,
                 },
@@ -245,7 +246,9 @@ def test_concurrent_streams_are_batched_and_visible_in_metrics(vllm_server: Vllm
         sample = scrape_metrics(vllm_server)
         max_running = max(max_running, sample[("vllm:num_requests_running", ())])
         max_kv_usage = max(max_kv_usage, sample[("vllm:kv_cache_usage_perc", ())])
-        running_adapter_sets.add(latest_lora_info(vllm_server)["running_lora_adapters"])
+        info = lora_info_if_any(vllm_server)
+        if info is not None:
+            running_adapter_sets.add(info["running_lora_adapters"])
         time.sleep(0.05)
     for thread in threads:
         thread.join()
@@ -338,7 +341,14 @@ def scrape_metrics(server: VllmServer) -> dict[tuple[str, tuple[tuple[str, str],
 
 
 def latest_lora_info(server: VllmServer) -> dict[str, str]:
-    """vllm:lora_requests_info keeps one series per state seen; its value is a timestamp."""
+    info = lora_info_if_any(server)
+    assert info is not None, "no vllm:lora_requests_info series"
+    return info
+
+
+def lora_info_if_any(server: VllmServer) -> dict[str, str] | None:
+    """vllm:lora_requests_info keeps one series per state seen; its value is a timestamp
+    (none exists before the first LoRA request was scheduled)."""
     latest: tuple[float, dict[str, str]] | None = None
     for family in text_string_to_metric_families(get_text(server, "/metrics")):
         if family.name != "vllm:lora_requests_info":
@@ -346,8 +356,7 @@ def latest_lora_info(server: VllmServer) -> dict[str, str]:
         for sample in family.samples:
             if latest is None or sample.value > latest[0]:
                 latest = (sample.value, dict(sample.labels))
-    assert latest is not None, "no vllm:lora_requests_info series"
-    return latest[1]
+    return None if latest is None else latest[1]
 
 
 def _json_request(server: VllmServer, path: str, body: dict[str, Any]) -> urllib.request.Request:
