@@ -12,6 +12,7 @@ Exit codes: 0 ok · 1 an SLO was missed · 2 bad input · 3 target unreachable �
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -29,11 +30,12 @@ from typing import Any
 import click
 
 from zerohop import results
+from zerohop.workloads.spec import KIND_CLASS_NAMES
 
 EXIT_OK, EXIT_SLO, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 EXIT_INTERRUPTED_BASE = 128  # + the signal number, as shells report it
 LOADTESTS = Path(__file__).resolve().parents[2] / "loadtests"
-CLASS_NAMES = ("ShortQueryFlood", "LongContextSummarisation", "LoRAMix", "TraceReplay")
+CLASS_NAMES = tuple(KIND_CLASS_NAMES.values())
 
 
 class RunError(Exception):
@@ -160,8 +162,6 @@ def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
 def classes_for(specs: list[Any]) -> list[str]:
     """The user classes that run the given workload specs: naming workload files runs
     those workloads, not every shipped one beside them."""
-    from zerohop.workloads.spec import KIND_CLASS_NAMES
-
     return list(dict.fromkeys(KIND_CLASS_NAMES[spec.kind] for spec in specs))
 
 
@@ -369,8 +369,10 @@ def run_compare_layer(plan: RunPlan, layer_url: str | None, layer_args: list[str
 
             proxy = start_proxy(host, layer_args)
             layer_url = proxy.url
-        direct = run_once(_with(plan, host=host, name=plan.name + "-direct"), kind="embedded")
-        layered = run_once(_with(plan, host=layer_url, name=plan.name + "-layer"), kind="layer")
+        direct_plan = dataclasses.replace(plan, host=host, name=plan.name + "-direct")
+        layer_plan = dataclasses.replace(plan, host=layer_url, name=plan.name + "-layer")
+        direct = run_once(direct_plan, kind="embedded")
+        layered = run_once(layer_plan, kind="layer")
     finally:
         if proxy is not None:
             proxy.stop()
@@ -399,10 +401,3 @@ def layer_cost(comparisons: list[Any]) -> dict[str, Any]:
         cost.setdefault(row.metric, {})[row.stat] = round(row.layer_ms, 3)
         ci.setdefault(row.metric, {})[row.stat] = [round(row.ci_low, 3), round(row.ci_high, 3)]
     return {"workload": chosen.workload if chosen else None, "layer_cost_ms": cost, "ci95_ms": ci}
-
-
-def _with(plan: RunPlan, **changes: Any) -> RunPlan:
-    data = dict(vars(plan))
-    data.update(changes)
-    return RunPlan(**data)
-
