@@ -84,40 +84,33 @@ def error_body(api: str, status: int, message: str, error_type: str | None = Non
     return _j({"error": {"message": message, "type": kind, "param": None, "code": status}})
 
 
-class ChatShape:
-    api = "chat"
+class _OpenAIStreamShape:
+    """What vLLM's chat and completions streams share: the chunk head, one chunk per
+    token from a pre-encoded prefix and suffix, the usage chunk, `[DONE]`, the in-stream
+    error. Subclasses name the id prefix, the object and the token's JSON frame."""
+
+    api = ""
     content_type = b"text/event-stream; charset=utf-8"
+    id_prefix = ""
+    chunk_object = ""
+    token_open = b""  # after `"choices":[{"index":0,`, before the token text
+    token_close = b""  # after the token text, to the end of the event
 
     def __init__(self, request_id: str, model: str, created: int, include_usage: bool) -> None:
-        self.id = "chatcmpl-" + request_id
+        self.id = self.id_prefix + request_id
         self.model = model
         self.created = created
         self.include_usage = include_usage
-        head = b'{"id":' + _j(self.id) + b',"object":"chat.completion.chunk","created":'
+        head = b'{"id":' + _j(self.id) + b',"object":' + _j(self.chunk_object) + b',"created":'
         self._head = head + str(created).encode() + b',"model":' + _j(model)
-        self._prefix = b"data: " + self._head + b',"choices":[{"index":0,"delta":{"content":"'
-        self._suffix = b'"},"logprobs":null,"finish_reason":null}]}\n\n'
+        self._prefix = b"data: " + self._head + b',"choices":[{"index":0,' + self.token_open
+        self._suffix = self.token_close
 
     def head_events(self) -> bytes:
         return b""
 
-    def first_events(self) -> bytes:
-        return (
-            b"data: " + self._head + b',"choices":[{"index":0,"delta":{"role":"assistant",'
-            b'"content":""},"logprobs":null,"finish_reason":null}]}\n\n'
-        )
-
     def token_event(self, piece: bytes) -> bytes:
         return self._prefix + piece + self._suffix
-
-    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
-        return (
-            self._prefix
-            + piece
-            + b'"},"logprobs":null,"finish_reason":'
-            + _j(finish_reason)
-            + b',"stop_reason":null}]}\n\n'
-        )
 
     def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes:
         out = b""
@@ -131,6 +124,29 @@ class ChatShape:
     def error_event(self, error_type: str, message: str) -> bytes:
         body = _j({"error": {"message": message, "type": error_type, "param": None, "code": 500}})
         return b"data: " + body + b"\n\ndata: [DONE]\n\n"
+
+
+class ChatShape(_OpenAIStreamShape):
+    api = "chat"
+    id_prefix = "chatcmpl-"
+    chunk_object = "chat.completion.chunk"
+    token_open = b'"delta":{"content":"'
+    token_close = b'"},"logprobs":null,"finish_reason":null}]}\n\n'
+
+    def first_events(self) -> bytes:
+        return (
+            b"data: " + self._head + b',"choices":[{"index":0,"delta":{"role":"assistant",'
+            b'"content":""},"logprobs":null,"finish_reason":null}]}\n\n'
+        )
+
+    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
+        return (
+            self._prefix
+            + piece
+            + b'"},"logprobs":null,"finish_reason":'
+            + _j(finish_reason)
+            + b',"stop_reason":null}]}\n\n'
+        )
 
     def invalid_json_event(self) -> bytes:
         return b"data: " + self._head + b',"choices":[{"index":0,"delta":{"content":" bro\n\n'
@@ -162,28 +178,15 @@ class ChatShape:
         )
 
 
-class CompletionShape:
+class CompletionShape(_OpenAIStreamShape):
     api = "completions"
-    content_type = b"text/event-stream; charset=utf-8"
-
-    def __init__(self, request_id: str, model: str, created: int, include_usage: bool) -> None:
-        self.id = "cmpl-" + request_id
-        self.model = model
-        self.created = created
-        self.include_usage = include_usage
-        head = b'{"id":' + _j(self.id) + b',"object":"text_completion","created":'
-        self._head = head + str(created).encode() + b',"model":' + _j(model)
-        self._prefix = b"data: " + self._head + b',"choices":[{"index":0,"text":"'
-        self._suffix = b'","logprobs":null,"finish_reason":null,"stop_reason":null}]}\n\n'
-
-    def head_events(self) -> bytes:
-        return b""
+    id_prefix = "cmpl-"
+    chunk_object = "text_completion"
+    token_open = b'"text":"'
+    token_close = b'","logprobs":null,"finish_reason":null,"stop_reason":null}]}\n\n'
 
     def first_events(self) -> bytes:
         return b""
-
-    def token_event(self, piece: bytes) -> bytes:
-        return self._prefix + piece + self._suffix
 
     def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
         return (
@@ -193,19 +196,6 @@ class CompletionShape:
             + _j(finish_reason)
             + b',"stop_reason":null}]}\n\n'
         )
-
-    def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes:
-        out = b""
-        if self.include_usage:
-            usage = _j(_openai_usage(prompt, completion))
-            out += b"data: " + self._head + b',"choices":[],"usage":' + usage + b"}\n\n"
-        if terminator:
-            out += b"data: [DONE]\n\n"
-        return out
-
-    def error_event(self, error_type: str, message: str) -> bytes:
-        body = _j({"error": {"message": message, "type": error_type, "param": None, "code": 500}})
-        return b"data: " + body + b"\n\ndata: [DONE]\n\n"
 
     def invalid_json_event(self) -> bytes:
         return b"data: " + self._head + b',"choices":[{"index":0,"text":" bro\n\n'
