@@ -30,7 +30,7 @@ from zerohop.sim.engine import Engine, EngineError
 from zerohop.sim.faults import FAULT_HEADER, FaultPlan, FaultSpec, parse_fault_header
 from zerohop.sim.ground_truth import GroundTruthLog
 from zerohop.sim.histograms import LagRecorder
-from zerohop.sim.http_server import HttpConnection, HttpRequest
+from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from zerohop.sim.metrics import render_metrics
 from zerohop.sim.streams import BufferedResponse, ResponseContext, StreamingResponse
@@ -492,24 +492,12 @@ async def serve(
     """Run the sim until cancelled. Writes the bound port to `port_file` (atomically)
     once the socket listens, and prints `zerohop-sim listening on URL` to stdout."""
     app = SimApp(config)
-    loop = asyncio.get_running_loop()
     await app.start()
     # The hot path allocates many short-lived tuples; the default thresholds would run
     # generation-2 collections (milliseconds, all objects) in the middle of write bursts.
     gc.freeze()
     gc.set_threshold(50_000, 50, 1000)
-    server = await loop.create_server(
-        lambda: HttpConnection(app),
-        host=config.host,
-        port=config.port,
-        backlog=4096,
-        reuse_address=True,
-    )
-    port = server.sockets[0].getsockname()[1]
-    if port_file is not None:
-        tmp = port_file.with_suffix(port_file.suffix + ".tmp")
-        tmp.write_text(str(port))
-        tmp.replace(port_file)
+    server, port = await listen(app, config.host, config.port, port_file)
     print(f"zerohop-sim listening on http://{config.host}:{port}", flush=True)
     if ready is not None and not ready.done():
         ready.set_result(port)

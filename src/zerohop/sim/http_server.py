@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import formatdate
+from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qsl, urlsplit
 
@@ -77,6 +78,23 @@ class HttpDate:
 
 
 _DATE = HttpDate()
+
+
+async def listen(handler: RequestHandler, host: str, port: int, port_file: Path | None
+                 ) -> tuple[asyncio.AbstractServer, int]:
+    """Serve `handler` on host:port (0: any free port) and publish the bound port in
+    `port_file` atomically, which is how the launcher learns it."""
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: HttpConnection(handler), host=host, port=port, backlog=4096,
+        reuse_address=True,
+    )
+    bound = int(server.sockets[0].getsockname()[1])
+    if port_file is not None:
+        tmp = port_file.with_suffix(port_file.suffix + ".tmp")
+        tmp.write_text(str(bound))
+        tmp.replace(port_file)
+    return server, bound
 
 
 def response_head(status: int, headers: list[tuple[bytes, bytes]]) -> bytes:

@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from zerohop.http_stream import ChunkedDecoder
-from zerohop.sim.http_server import HttpConnection, HttpRequest
+from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 
 HOP_BY_HOP = {
     "connection",
@@ -247,20 +247,7 @@ def _burn_cpu(seconds: float) -> None:
 
 
 async def serve_proxy(config: LayerConfig, port_file: Path | None = None) -> None:
-    loop = asyncio.get_running_loop()
-    proxy = LayerProxy(config)
-    server = await loop.create_server(
-        lambda: HttpConnection(proxy),
-        host=config.host,
-        port=config.port,
-        backlog=4096,
-        reuse_address=True,
-    )
-    port = server.sockets[0].getsockname()[1]
-    if port_file is not None:
-        tmp = port_file.with_suffix(port_file.suffix + ".tmp")
-        tmp.write_text(str(port))
-        tmp.replace(port_file)
+    server, port = await listen(LayerProxy(config), config.host, config.port, port_file)
     print(
         f"zerohop-proxy listening on http://{config.host}:{port} -> {config.upstream}", flush=True
     )
