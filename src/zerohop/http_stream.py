@@ -183,6 +183,10 @@ class Reactor(Protocol):
 
     def read(self, sock: socket.socket, reader: ResponseReader) -> None: ...
 
+    def pump(self) -> None:
+        """Read whatever has arrived on any stream now, without waiting (called between
+        slices of other CPU work, so no stream waits for that work to finish)."""
+
 
 def enable_kernel_timestamps(sock: socket.socket) -> bool:
     """Ask the kernel to stamp received data (Linux); False where it cannot."""
@@ -299,6 +303,11 @@ class ResponseReader:
         self._early = b""  # body bytes kept only until first content is detected
         self._awaiting_content = True  # the TTFT limit applies until content arrives
         self._last_read_ns = ex.sent_ns
+
+    @property
+    def awaiting_content(self) -> bool:
+        """True until the first content event (or a response without content) arrived."""
+        return self._awaiting_content and not self.done
 
     def deadline(self) -> tuple[int, str]:
         """When this exchange times out if nothing more arrives, and as what."""

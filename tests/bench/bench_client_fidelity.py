@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -40,14 +41,18 @@ load: {{kind: closed, users: {users}}}
 
 
 def run_point(streams: int, tokens: int, duration_s: int, time_scale: float, telemetry: str,
-              workdir: Path) -> dict[str, float]:
+              workdir: Path, cores: tuple[int, int] | None = None) -> dict[str, float]:
     gt = workdir / f"gt-{streams}.jsonl"
     wl = workdir / f"wl-{streams}.yaml"
     wl.write_text(WORKLOAD.format(tokens=tokens, users=streams))
     results = workdir / f"r-{streams}-{abs(hash(telemetry))}"
     with start_embedded_target(["--time-scale", str(time_scale), "--max-num-seqs", "1024"],
                                ground_truth=gt) as sim:
-        cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "loadtests"), "--headless",
+        pin: list[str] = []
+        if cores is not None:  # the target and the client each on its own core
+            os.sched_setaffinity(sim.pid, {cores[0]})
+            pin = ["taskset", "-c", str(cores[1])]
+        cmd = [*pin, sys.executable, "-m", "locust", "-f", str(REPO / "loadtests"), "--headless",
                "-u", str(streams), "-r", str(streams), "-t", f"{duration_s}s", "--host", sim.url,
                "--workload", str(wl), "--results-dir", str(results), "--telemetry", telemetry,
                "--only-summary", "--loglevel", "WARNING", "ShortQueryFlood"]
@@ -85,6 +90,10 @@ def main() -> None:
     ap.add_argument("--time-scale", type=float, default=1.0,
                     help="sim slowdown; pick it so tokens/s per stream is ~100 at 200 streams")
     ap.add_argument("--telemetry", default="none")
+    ap.add_argument("--pin", type=int, nargs=2, metavar=("SIM_CORE", "CLIENT_CORE"),
+                    help="pin the embedded target and the Locust client to these CPU cores "
+                         "(on a small machine the kernel otherwise runs the client woken by a "
+                         "token write on the target's core, stalling the target mid-step)")
     args = ap.parse_args()
     cols = ["streams", "requests", "tokens_per_s_per_stream", "content_events_per_s",
             "ttft_err_mean_ms", "ttft_err_p50_ms", "ttft_err_p99_ms", "ttft_err_max_ms",
@@ -93,7 +102,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.streams:
             row = run_point(n, args.tokens, args.duration, args.time_scale, args.telemetry,
-                            Path(tmp))
+                            Path(tmp), tuple(args.pin) if args.pin else None)
             print(" | ".join(f"{row[c]:.3f}" if isinstance(row[c], float) else str(row[c])
                              for c in cols), flush=True)
 

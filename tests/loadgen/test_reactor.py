@@ -27,3 +27,37 @@ def test_reactor_reads_many_streams_and_enforces_their_deadlines() -> None:
         # tokens were 20 ms apart on the server: stamps keep them apart (no batching)
         assert min(r["gaps_ms"][1:]) > 10
     assert data["elapsed_s"] < 3  # concurrent, not one stream after another
+
+
+def test_pump_reads_between_slices_of_other_work_so_tokens_keep_their_own_stamps() -> None:
+    """A greenlet busy with other CPU work calls `pump()`: each token is read as it
+    arrives, before the next one lands in the socket (which would merge their stamps)."""
+    import socket
+
+    import gevent
+
+    from zerohop.http_stream import RawExchange, ResponseReader, Timeouts
+    from zerohop.loadgen.reactor import EpollReactor
+
+    client, server = socket.socketpair()
+    reactor = EpollReactor()
+    ex = RawExchange(sent_ns=0)
+    reader = ResponseReader(ex, Timeouts(ttft_s=5, stall_s=5, total_s=5), 0,
+                            first_content=lambda body: b"data:" in body)
+    waiting = gevent.spawn(reactor.read, client, reader)
+    gevent.sleep(0)  # the stream is registered; from here on this greenlet never yields
+    server.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   b"b\r\ndata: one\n\n\r\n")
+    reactor.pump()
+    assert ex.first_content_ns is not None and not reader.awaiting_content
+    first_stamp = ex.first_content_ns
+    server.sendall(b"b\r\ndata: two\n\n\r\n")
+    reactor.pump()
+    server.sendall(b"0\r\n\r\n")
+    reactor.pump()
+    assert reader.done and ex.end == "complete"
+    stamps = [ts for ts, _ in ex.reads]
+    assert len(stamps) == 2 and stamps[0] == first_stamp < stamps[1]
+    waiting.join(timeout=1)
+    assert waiting.dead
+    server.close()

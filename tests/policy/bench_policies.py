@@ -5,8 +5,17 @@ cap, fallback chain): a fresh three-model sim (`src/zerohop/data/fallback_models
 Poisson arrivals at R req/s (past the large model's capacity) for D seconds, each
 logical request in its own greenlet, driving `LLMClient` through `PolicyExecutor`; arrivals
 are dealt round-robin to U users, each with its own in-flight retry budget;
-every attempt written to a real results folder; then the policy figures per run and one
-`zerohop compare` page over the runs (the first, no retry, is the baseline).
+every attempt written to a real results folder; then the policy figures per run, one
+`zerohop compare` page over the runs (the first, no retry, is the baseline) and the
+issue's claims checked against that comparison's figures and verdicts.
+
+The target is past capacity by two mechanisms: the large model's KV cache (a sequence
+that would be preempted fails with out_of_memory) and a waiting queue of 32 (more gets
+HTTP 503 at once). The queue is deep enough that waiting in it costs seconds, so a
+retried request pays for every admitted attempt, and its retries hold queue places
+that other users' first attempts then wait behind or are refused: that is what makes
+a retry storm slow for the user, not only heavy for the server. (With a queue of 8,
+retries are refused in a millisecond and cost the user almost nothing.)
 
     python tests/policy/bench_policies.py                      # 16 req/s, 15 s each
     python tests/policy/bench_policies.py --rate 20 --duration 20 --out /tmp/pol
@@ -41,12 +50,16 @@ from zerohop.loadgen.client import LLMClient, RequestSpec  # noqa: E402
 from zerohop.policy import PolicyExecutor, RetryBudget, client_timeouts  # noqa: E402
 from zerohop.protocols import GenerationRequest, create_adapter  # noqa: E402
 from zerohop.records import ClockAnchor  # noqa: E402
+from zerohop.report.build import compare_dirs  # noqa: E402
+from zerohop.report.compare import LogicalComparison  # noqa: E402
 from zerohop.report.policy import summarise_policy  # noqa: E402
 from zerohop.sim.launcher import start_sim  # noqa: E402
 from zerohop.workloads.spec import Policy, load_workload_file  # noqa: E402
 
 CONFIG = REPO / "src" / "zerohop" / "data" / "fallback_models.yaml"
 POLICIES = ("no_retry", "naive_retry", "backoff", "fallback")
+NAIVE_MIN_AMPLIFICATION = 1.5  # the issue's bar for a retry storm
+NEAR_ONE_MAX_AMPLIFICATION = 1.2  # what "near 1" is taken to mean for backoff + cap
 
 
 def main() -> None:
@@ -55,7 +68,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1,
                         help="retry budgets (1: one open-loop dispatcher, as under Locust)")
     parser.add_argument("--duration", type=float, default=15.0)
-    parser.add_argument("--sim-args", default="--max-queue 8")
+    parser.add_argument("--sim-args", default="--max-queue 32")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="zh-policies-"))
@@ -70,9 +83,35 @@ def main() -> None:
               f"{s.success_rate:>9.1%}{s.logical_e2e_p50_ms:>9.0f}{s.logical_e2e_p99_ms:>9.0f}"
               f"{s.answered_e2e_p99_ms:>10.0f}  {shares}")
     page = out / "compare.html"
+    print()
     subprocess.run([sys.executable, "-m", "zerohop", "compare", *map(str, run_dirs),
                     "--output", str(page)], check=True)
     print(f"compare page: {page}")
+    print_claims({c.candidate: c.logical for c in compare_dirs(run_dirs)}, run_dirs)
+
+
+def print_claims(logical: dict[str, LogicalComparison | None], run_dirs: list[Path]) -> None:
+    """The issue's claims, each with the figures (and the comparison's verdict) it rests on;
+    the comparison is the page's own (same seed and settings)."""
+    naive, backoff, fallback = (logical[d.name] for d in run_dirs[1:])
+    assert naive is not None and backoff is not None and fallback is not None
+    p99 = next(r for r in naive.latency if r.stat == "p99")
+    claims = [
+        (f"naive retry amplification {naive.candidate.amplification:.2f} > "
+         f"{NAIVE_MIN_AMPLIFICATION}", naive.candidate.amplification > NAIVE_MIN_AMPLIFICATION),
+        (f"naive retry logical E2E p99 {p99.candidate:,.0f} ms vs no retry {p99.base:,.0f} ms "
+         f"({p99.delta_pct:+.0f} %, interval [{p99.ci_low:+,.0f}, {p99.ci_high:+,.0f}] ms, "
+         f"verdict {p99.verdict})", p99.verdict == "worse"),
+        (f"backoff + jitter + cap amplification {backoff.candidate.amplification:.2f} <= "
+         f"{NEAR_ONE_MAX_AMPLIFICATION}",
+         backoff.candidate.amplification <= NEAR_ONE_MAX_AMPLIFICATION),
+        (f"fallback logical success {fallback.candidate.success_rate:.1%} vs no retry "
+         f"{fallback.base.success_rate:.1%} (verdict {fallback.success.verdict})",
+         fallback.success.verdict == "better"),
+    ]
+    print("\nissue 11 claims:")
+    for text, holds in claims:
+        print(f"  {'holds' if holds else 'DOES NOT HOLD'}: {text}")
 
 
 def run_policy(name: str, args: argparse.Namespace, out: Path) -> Path:

@@ -84,9 +84,12 @@ class LLMClient:
         return f"LLMClient({self.base_url!r}, api={self.adapter.name!r})"
 
     def _pause(self) -> None:
-        """Yield to other greenlets every ~100 µs of decoding (see measure.build_record)."""
+        """Every ~100 µs of decoding (see measure.build_record): read what the other
+        streams received meanwhile, then yield to the other greenlets."""
         now = time.perf_counter_ns()
         if now - self._last_yield_ns > YIELD_EVERY_NS:
+            if self._reactor is not None:
+                self._reactor.pump()
             self._sleep0()
             self._last_yield_ns = time.perf_counter_ns()
 

@@ -138,7 +138,7 @@ def compare_command(
 ) -> None:
     """Compare runs: the first folder is the baseline, each other one a candidate."""
     from zerohop.report.build import compare_dirs, write_comparison
-    from zerohop.report.present_compare import verdict_line
+    from zerohop.report.present_compare import logical_line, verdict_line
 
     comparisons = _or_exit(
         lambda: compare_dirs(
@@ -148,6 +148,9 @@ def compare_command(
     path = _or_exit(lambda: write_comparison(comparisons, output))
     for comparison in comparisons:
         click.echo(f"{comparison.candidate} vs {comparison.baseline}: {verdict_line(comparison)}")
+        logical = logical_line(comparison)
+        if logical is not None:
+            click.echo(f"  {logical}")
     click.echo(f"comparison written: {path}")
     worse = any(v in ("worse", "mixed") for c in comparisons for v in c.verdicts.values())
     if fail_on_worse and worse:

@@ -7,6 +7,11 @@ it is at least the preset's relative threshold: two runs of the same seeded work
 differ by a little more than sampling noise (the machine is never quite the same), so
 a bare "CI excludes 0" would flag harmless drift. Presets follow asv/nvbench practice.
 
+Runs driven through a client policy (retries, fallbacks) are also compared at the
+level the user sees: logical requests (every attempt of one ask), their amplification,
+success rate, latency including retries and waits, and the model that answered — the
+figures of `report/policy.py`, with the same intervals and verdicts.
+
 The runs are independent samples; each side is bootstrapped on its own with the exact
 order-statistic method of `bootstrap.py`. ITL values are pooled gaps, correlated
 within a request, so their intervals are optimistic — the glossary says so.
@@ -25,6 +30,7 @@ from scipy import stats
 
 from zerohop.report.bootstrap import percentile_interval, quantile_draws
 from zerohop.report.load import RunData, category_codes
+from zerohop.report.policy import PolicySummary, final_attempts, summarise_policy
 from zerohop.report.quantiles import PERCENTILES, cdf_points
 from zerohop.report.summary import ALL_WORKLOADS, measured_window_s
 
@@ -34,6 +40,9 @@ THRESHOLD_PRESETS: dict[str, float] = {"strict": 0.0, "default": 0.05, "lenient"
 COMPARED_METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 LAYER_METRICS: tuple[str, ...] = ("ttft_ms", "e2e_ms")
 ERROR_RATE_MIN_PP = 0.1  # percentage points: smaller error-rate changes are noise
+LOGICAL_METRIC = "logical_e2e_ms"
+LOGICAL_STATS: tuple[str, ...] = ("p50", "p99")
+LOGICAL_SCOPE = "(logical requests)"  # the bootstrap stream's tag: no workload has it
 
 
 @dataclass(frozen=True)
@@ -108,6 +117,20 @@ class LayerBudget:
     rows: list[LayerRow]
 
 
+@dataclass(frozen=True)
+class LogicalComparison:
+    """Both runs at the level of logical requests (their whole-run `PolicySummary`s),
+    with deltas: amplification and answered shares are shown, not judged (they are what
+    the policy chose to do); logical success and latency are judged."""
+
+    base: PolicySummary
+    candidate: PolicySummary
+    amplification: RateComparison
+    success: RateComparison  # % of finished logical requests answered
+    latency: list[PercentileDelta]  # logical E2E (retries and waits included), LOGICAL_STATS
+    answered_share: list[RateComparison]  # % of the answered, per model that answered
+
+
 @dataclass
 class Comparison:
     baseline: str
@@ -116,6 +139,7 @@ class Comparison:
     workloads: list[WorkloadComparison]
     layer_budgets: list[LayerBudget]
     notes: list[str] = field(default_factory=list)
+    logical: LogicalComparison | None = None  # None: a run without logical-request records
 
     @property
     def verdicts(self) -> dict[tuple[str, str], Verdict]:
@@ -146,6 +170,9 @@ def compare_runs(
     names = [*shared, ALL_WORKLOADS] if len(shared) != 1 else shared
     workloads = [_compare_workload(base, candidate, name, settings) for name in names]
     budgets = [_layer_budget(base, candidate, name, settings) for name in names] if layer else []
+    logical = compare_logical(base, candidate, settings)
+    if logical is None and (_has_logical(base) or _has_logical(candidate)):
+        notes.append("only one run has logical-request records: logical figures not compared")
     return Comparison(
         baseline=base.label,
         candidate=candidate.label,
@@ -153,6 +180,46 @@ def compare_runs(
         workloads=workloads,
         layer_budgets=budgets,
         notes=notes,
+        logical=logical,
+    )
+
+
+def compare_logical(
+    base: RunData, candidate: RunData, settings: CompareSettings
+) -> LogicalComparison | None:
+    """The client-policy level of a comparison, over each run's whole records (None
+    unless both runs carry logical-request fields)."""
+    b_summary, c_summary = summarise_policy(base.requests), summarise_policy(candidate.requests)
+    if b_summary is None or c_summary is None:
+        return None
+    rows = _percentile_deltas(
+        _logical_latencies(base), _logical_latencies(candidate), LOGICAL_SCOPE,
+        LOGICAL_METRIC, settings,
+    )
+    b_amp, c_amp = b_summary.amplification, c_summary.amplification
+    models = list(dict.fromkeys([*b_summary.answered_share, *c_summary.answered_share]))
+    shares = []
+    for model in models:
+        b_share = 100.0 * b_summary.answered_share.get(model, 0.0)
+        c_share = 100.0 * c_summary.answered_share.get(model, 0.0)
+        shares.append(
+            RateComparison(model, b_share, c_share, c_share - b_share, math.nan, math.nan, None)
+        )
+    return LogicalComparison(
+        base=b_summary,
+        candidate=c_summary,
+        amplification=RateComparison(
+            "amplification", b_amp, c_amp, c_amp - b_amp, math.nan, math.nan, None
+        ),
+        success=_proportion_comparison(
+            "logical success %",
+            (b_summary.answered, b_summary.finished),
+            (c_summary.answered, c_summary.finished),
+            settings,
+            higher_is_better=True,
+        ),
+        latency=[r for r in rows if r.stat in LOGICAL_STATS],
+        answered_share=shares,
     )
 
 
@@ -271,20 +338,44 @@ def _rates(
     c_fail, c_n = _failures(candidate, workload)
     rates = []
     if b_n and c_n:
-        p1, p2 = b_fail / b_n, c_fail / c_n
-        se = math.sqrt(p1 * (1 - p1) / b_n + p2 * (1 - p2) / c_n)
-        z = float(_z(settings.confidence))
-        diff = (p2 - p1) * 100.0
-        low, high = diff - z * se * 100.0, diff + z * se * 100.0
-        verdict: Verdict = "within noise"
-        if se > 0 and low > 0 and diff >= ERROR_RATE_MIN_PP:
-            verdict = "worse"
-        elif se > 0 and high < 0 and -diff >= ERROR_RATE_MIN_PP:
-            verdict = "better"
-        rates.append(RateComparison("error %", p1 * 100, p2 * 100, diff, low, high, verdict))
+        rates.append(
+            _proportion_comparison(
+                "error %", (b_fail, b_n), (c_fail, c_n), settings, higher_is_better=False
+            )
+        )
     b_rps, c_rps = _ok_rate(base, workload), _ok_rate(candidate, workload)
     rates.append(RateComparison("ok req/s", b_rps, c_rps, c_rps - b_rps, math.nan, math.nan, None))
     return rates
+
+
+def _proportion_comparison(
+    name: str,
+    base: tuple[int, int],
+    candidate: tuple[int, int],
+    settings: CompareSettings,
+    *,
+    higher_is_better: bool,
+) -> RateComparison:
+    """Two proportions (hits, n) in percent, the delta in percentage points with a
+    normal-approximation interval, judged when the interval excludes 0 and the change
+    is at least ERROR_RATE_MIN_PP."""
+    (b_hits, b_n), (c_hits, c_n) = base, candidate
+    if not (b_n and c_n):
+        nan = math.nan
+        return RateComparison(name, nan, nan, nan, nan, nan, "no data")
+    p1, p2 = b_hits / b_n, c_hits / c_n
+    se = math.sqrt(p1 * (1 - p1) / b_n + p2 * (1 - p2) / c_n)
+    z = float(_z(settings.confidence))
+    diff = (p2 - p1) * 100.0
+    low, high = diff - z * se * 100.0, diff + z * se * 100.0
+    up: Verdict = "better" if higher_is_better else "worse"
+    down: Verdict = "worse" if higher_is_better else "better"
+    verdict: Verdict = "within noise"
+    if se > 0 and low > 0 and diff >= ERROR_RATE_MIN_PP:
+        verdict = up
+    elif se > 0 and high < 0 and -diff >= ERROR_RATE_MIN_PP:
+        verdict = down
+    return RateComparison(name, p1 * 100, p2 * 100, diff, low, high, verdict)
 
 
 def _layer_budget(
@@ -335,6 +426,21 @@ def _ok_rate(run: RunData, workload: str) -> float:
     window = measured_window_s(frame, mask, run.manifest.get("duration_s"))
     ok = int(((frame["outcome"] == "ok").to_numpy() & mask).sum())
     return ok / window if window and not math.isnan(window) else math.nan
+
+
+def _logical_latencies(run: RunData) -> np.ndarray:
+    """Logical E2E of every finished logical request (answered or not), as
+    `summarise_policy` takes its percentiles."""
+    finals = final_attempts(run.requests)
+    if finals is None:
+        return np.array([], dtype=float)
+    values = finals[LOGICAL_METRIC].to_numpy(dtype=float)
+    return values[np.isfinite(values)]
+
+
+def _has_logical(run: RunData) -> bool:
+    finals = final_attempts(run.requests)
+    return finals is not None and not finals.empty
 
 
 def _shared_workloads(base: RunData, candidate: RunData) -> list[str]:

@@ -83,6 +83,17 @@ REQUEST_GLOSSARY: dict[str, str] = {
     "layer budget": "For the same workload direct and through an extra layer: layered − "
     "direct per percentile, with its bootstrap interval and share of the layered latency.",
     "GB/s": "10⁹ bytes per second.",
+    "logical request": "What the user asked for once, under a client policy: all its attempts "
+    "(retries, continuations, fallbacks) share one logical_request_id; the final attempt "
+    "carries the logical outcome, latency and answering model.",
+    "amplification": "Attempts ÷ logical requests: the load the client policy put on the "
+    "server per request the users made (1 = no extra attempts).",
+    "logical success rate": "Logical requests whose final outcome is ok ÷ finished logical "
+    "requests; compared with a normal-approximation interval on the difference.",
+    "logical E2E": "First attempt's send → the final attempt's end, retries and backoff waits "
+    "included, over every finished logical request (answered or not).",
+    "answered by": "Share of the answered logical requests that each model answered (the "
+    "workload's own model or a fallback).",
 }
 
 TELEMETRY_FALLBACK: dict[str, str] = {

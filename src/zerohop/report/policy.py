@@ -26,6 +26,7 @@ LOGICAL_COLUMNS = ("final_outcome", "logical_e2e_ms", "attempt")
 class PolicySummary:
     logical_requests: int  # logical requests started (each has exactly one attempt 1)
     finished: int  # ... with a final attempt recorded
+    answered: int  # ... whose final outcome is ok
     attempts: int
     amplification: float  # attempts ÷ logical requests started
     success_rate: float  # answered ÷ finished
@@ -46,10 +47,8 @@ class PolicySummary:
 
 def summarise_policy(requests: pd.DataFrame, window_s: float = 2.0) -> PolicySummary | None:
     """None when the run has no logical-request fields (no policy executor ran)."""
-    if any(c not in requests.columns for c in LOGICAL_COLUMNS) or requests.empty:
-        return None
-    finals = requests[requests["final_outcome"].notna()]
-    if finals.empty:
+    finals = final_attempts(requests)
+    if finals is None or finals.empty:
         return None
     started = int((pd.to_numeric(requests["attempt"], errors="coerce").fillna(1) == 1).sum())
     answered = finals[finals["final_outcome"] == "ok"]
@@ -59,6 +58,7 @@ def summarise_policy(requests: pd.DataFrame, window_s: float = 2.0) -> PolicySum
     return PolicySummary(
         logical_requests=started,
         finished=len(finals),
+        answered=len(answered),
         attempts=len(requests),
         amplification=len(requests) / started if started else float("nan"),
         success_rate=len(answered) / len(finals),
@@ -78,6 +78,15 @@ def summarise_policy(requests: pd.DataFrame, window_s: float = 2.0) -> PolicySum
         output_tokens_wasted=int(tokens[~ok_attempt].sum()),
         amplification_series=_amplification_over_time(requests, window_s),
     )
+
+
+def final_attempts(requests: pd.DataFrame) -> pd.DataFrame | None:
+    """The final attempt of every finished logical request: the row that carries its
+    outcome, latency (waits included) and the model that answered. None when the run
+    has no logical-request fields."""
+    if any(c not in requests.columns for c in LOGICAL_COLUMNS) or requests.empty:
+        return None
+    return requests[requests["final_outcome"].notna()]
 
 
 def policy_section(summary: PolicySummary | None) -> tuple[dict[str, Any] | None, list[Chart]]:

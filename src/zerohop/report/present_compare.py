@@ -1,5 +1,6 @@
 """Comparisons → the compare page's context: verdict lines, delta tables with their
-confidence intervals, CDF overlays and the layer budget, all as printable strings."""
+confidence intervals, CDF overlays, the layer budget and — for runs driven through a
+client policy — the logical-request figures per run, all as printable strings."""
 
 from __future__ import annotations
 
@@ -9,8 +10,16 @@ from typing import Any
 
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, joined
-from zerohop.report.compare import Comparison, MetricComparison, WorkloadComparison
+from zerohop.report.compare import (
+    Comparison,
+    LogicalComparison,
+    MetricComparison,
+    PercentileDelta,
+    RateComparison,
+    WorkloadComparison,
+)
 from zerohop.report.glossary import REQUEST_GLOSSARY
+from zerohop.report.policy import PolicySummary
 from zerohop.report.present import METRIC_TITLES, Page
 
 COMPARE_GLOSSARY_TERMS: tuple[str, ...] = (
@@ -24,6 +33,11 @@ COMPARE_GLOSSARY_TERMS: tuple[str, ...] = (
     "e2e_ms",
     "error %",
     "req/s",
+    "logical request",
+    "amplification",
+    "logical success rate",
+    "logical E2E",
+    "answered by",
 )
 
 
@@ -36,6 +50,7 @@ def comparison_page(comparisons: Sequence[Comparison], generated_at: str) -> Pag
         "generated_at": generated_at,
         "baseline": baseline,
         "comparisons": blocks,
+        "policy_runs": _policy_runs(comparisons),
         "glossary": [
             {"term": term, "definition": REQUEST_GLOSSARY[term]}
             for term in COMPARE_GLOSSARY_TERMS
@@ -56,6 +71,144 @@ def verdict_line(comparison: Comparison) -> str:
     return f"{focus.workload}: " + " · ".join(parts)
 
 
+def logical_line(comparison: Comparison) -> str | None:
+    """`logical: amplification 1.00× → 3.25× · success 46.3 % → 51.2 % (+4.9 pp, within
+    noise) · E2E p99 4,211 → 9,582 ms (+127.5 %, worse)`; None without policy records."""
+    logical = comparison.logical
+    if logical is None:
+        return None
+    amp, success = logical.amplification, logical.success
+    parts = [
+        f"amplification {_times(amp.base)} → {_times(amp.candidate)}",
+        f"success {fmt.pct(success.base)} → {fmt.pct(success.candidate)} "
+        f"({_pp(success.delta)}, {success.verdict})",
+    ]
+    parts += [
+        f"E2E {r.stat} {fmt.ms(r.base)} → {fmt.ms(r.candidate)} ms "
+        f"({fmt.signed_pct(r.delta_pct)}, {r.verdict})"
+        for r in logical.latency
+    ]
+    return "logical: " + " · ".join(parts)
+
+
+def _policy_runs(comparisons: Sequence[Comparison]) -> list[dict[str, Any]]:
+    """One row per run with logical-request records, the baseline first: the figures
+    that say what each client policy did to the user and to the server."""
+    with_logical = [c for c in comparisons if c.logical is not None]
+    if not with_logical:
+        return []
+    first = with_logical[0]
+    assert first.logical is not None
+    rows = [_policy_run_row(first.baseline, "baseline", first.logical.base, None)]
+    for comparison in with_logical:
+        assert comparison.logical is not None
+        rows.append(
+            _policy_run_row(
+                comparison.candidate, "candidate", comparison.logical.candidate, comparison.logical
+            )
+        )
+    return rows
+
+
+def _policy_run_row(
+    label: str, role: str, summary: PolicySummary, versus: LogicalComparison | None
+) -> dict[str, Any]:
+    p99 = next((r for r in versus.latency if r.stat == "p99"), None) if versus else None
+    return {
+        "run": label,
+        "role": role,
+        "logical": fmt.count(summary.logical_requests),
+        "attempts": fmt.count(summary.attempts),
+        "amplification": _times(summary.amplification),
+        "amplification_delta": _times(versus.amplification.delta, signed=True) if versus else "",
+        "success": fmt.pct(100.0 * summary.success_rate),
+        "success_delta": _pp(versus.success.delta) if versus else "",
+        "p50": fmt.ms(summary.logical_e2e_p50_ms),
+        "p99": fmt.ms(summary.logical_e2e_p99_ms),
+        "p99_delta": fmt.signed_pct(p99.delta_pct) if p99 else "",
+        "p99_verdict": p99.verdict if p99 else "",
+        "answered_by": ", ".join(
+            f"{model} {fmt.pct(100.0 * share)}" for model, share in summary.answered_share.items()
+        )
+        or fmt.DASH,
+    }
+
+
+def _logical_block(logical: LogicalComparison | None) -> list[dict[str, str]]:
+    """The comparison's logical-request table: figure, baseline, candidate, delta,
+    interval, verdict (shown-only figures say "not judged")."""
+    if logical is None:
+        return []
+    b, c = logical.base, logical.candidate
+    rows = [
+        _shown("logical requests", fmt.count(b.logical_requests), fmt.count(c.logical_requests),
+               _signed_count(c.logical_requests - b.logical_requests)),
+        _shown("attempts", fmt.count(b.attempts), fmt.count(c.attempts),
+               _signed_count(c.attempts - b.attempts)),
+        _shown(
+            "amplification (attempts per logical request)",
+            _times(logical.amplification.base),
+            _times(logical.amplification.candidate),
+            _times(logical.amplification.delta, signed=True),
+        ),
+        _success_row(logical.success),
+    ]
+    rows += [_latency_row(r) for r in logical.latency]
+    rows += [
+        _shown(f"answered by {r.name}", fmt.pct(r.base), fmt.pct(r.candidate), _pp(r.delta))
+        for r in logical.answered_share
+    ]
+    return rows
+
+
+def _shown(figure: str, base: str, candidate: str, delta: str) -> dict[str, str]:
+    return {"figure": figure, "base": base, "candidate": candidate, "delta": delta,
+            "ci": fmt.DASH, "verdict": "not judged"}
+
+
+def _success_row(rate: RateComparison) -> dict[str, str]:
+    return {
+        "figure": "logical success rate",
+        "base": fmt.pct(rate.base),
+        "candidate": fmt.pct(rate.candidate),
+        "delta": _pp(rate.delta),
+        "ci": f"[{_pp(rate.ci_low)}, {_pp(rate.ci_high)}]"
+        if math.isfinite(rate.ci_low) and math.isfinite(rate.ci_high)
+        else fmt.DASH,
+        "verdict": rate.verdict or "not judged",
+    }
+
+
+def _latency_row(row: PercentileDelta) -> dict[str, str]:
+    return {
+        "figure": f"logical E2E {row.stat}",
+        "base": _in_ms(fmt.ms(row.base)),
+        "candidate": _in_ms(fmt.ms(row.candidate)),
+        "delta": _in_ms(fmt.signed_ms(row.delta))
+        + (f" ({fmt.signed_pct(row.delta_pct)})" if math.isfinite(row.delta_pct) else ""),
+        "ci": _in_ms(fmt.interval(row.ci_low, row.ci_high)),
+        "verdict": row.verdict,
+    }
+
+
+def _in_ms(text: str) -> str:
+    return text if text == fmt.DASH else f"{text} ms"
+
+
+def _times(value: float, *, signed: bool = False) -> str:
+    if not math.isfinite(value):
+        return fmt.DASH
+    return f"{value:+.2f}×" if signed else f"{value:.2f}×"
+
+
+def _pp(value: float) -> str:
+    return f"{value:+.1f} pp" if math.isfinite(value) else fmt.DASH
+
+
+def _signed_count(value: int) -> str:
+    return f"{value:+,}"
+
+
 def _comparison_block(index: int, comparison: Comparison, charts: list[Chart]) -> dict[str, Any]:
     settings = comparison.settings
     return {
@@ -67,6 +220,8 @@ def _comparison_block(index: int, comparison: Comparison, charts: list[Chart]) -
         f"({settings.relative_threshold * 100:g} % of baseline), {settings.n_boot} bootstrap "
         f"draws, {settings.confidence * 100:g} % intervals, seed {settings.seed}",
         "notes": comparison.notes,
+        "logical": _logical_block(comparison.logical),
+        "logical_line": logical_line(comparison) or "",
         "workloads": [
             _workload_block(index, i, w, charts) for i, w in enumerate(comparison.workloads)
         ],

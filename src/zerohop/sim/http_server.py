@@ -3,8 +3,8 @@
 Supports keep-alive, pipelined requests (answered in order), Content-Length request
 bodies, and responses that are either Content-Length or chunked. The request's arrival
 time is stamped when `data_received` is entered with its last bytes — as early as the
-stack allows. The connection hands complete requests to a `RequestHandler`; the
-handler answers through the `HttpConnection` methods.
+stack allows. The connection hands complete requests to a `RequestHandler` (one per
+loop turn, see `OnePerTurn`); the handler answers through the `HttpConnection` methods.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import contextlib
 import socket
 import struct
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import formatdate
@@ -80,13 +81,44 @@ class HttpDate:
 _DATE = HttpDate()
 
 
+class OnePerTurn:
+    """Runs queued work one item per event-loop turn, in order.
+
+    When many requests land together (a closed-loop client starts 200 new ones the
+    moment 200 streams end) or many streams end in one engine step, doing all that work
+    in one loop turn would hold back the engine's step timer and every token that is
+    due. Queued here, the engine's wake-up and its writes run between two items.
+    """
+
+    def __init__(self) -> None:
+        self._queue: deque[tuple[Callable[..., None], tuple[object, ...]]] = deque()
+        self._scheduled = False
+
+    def submit(self, work: Callable[..., None], *args: object) -> None:
+        self._queue.append((work, args))
+        if not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._next)
+
+    def _next(self) -> None:
+        work, args = self._queue.popleft()
+        try:
+            work(*args)
+        finally:
+            if self._queue:
+                asyncio.get_running_loop().call_soon(self._next)
+            else:
+                self._scheduled = False
+
+
 async def listen(handler: RequestHandler, host: str, port: int, port_file: Path | None
                  ) -> tuple[asyncio.AbstractServer, int]:
     """Serve `handler` on host:port (0: any free port) and publish the bound port in
     `port_file` atomically, which is how the launcher learns it."""
     loop = asyncio.get_running_loop()
+    turns = OnePerTurn()
     server = await loop.create_server(
-        lambda: HttpConnection(handler), host=host, port=port, backlog=4096,
+        lambda: HttpConnection(handler, turns), host=host, port=port, backlog=4096,
         reuse_address=True,
     )
     bound = int(server.sockets[0].getsockname()[1])
@@ -115,8 +147,9 @@ LAST_CHUNK = b"0\r\n\r\n"
 class HttpConnection(asyncio.Protocol):
     """One client connection. Answers requests one at a time, in order."""
 
-    def __init__(self, handler: RequestHandler) -> None:
+    def __init__(self, handler: RequestHandler, turns: OnePerTurn) -> None:
         self.handler = handler
+        self.turns = turns  # shared by the server's connections
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.accepted_ns = 0
@@ -276,7 +309,11 @@ class HttpConnection(asyncio.Protocol):
             keep_alive=self._keep_alive,
         )
         self._busy = True
-        self.handler.handle(self, request)
+        self.turns.submit(self._handle, request)  # the arrival is stamped already
+
+    def _handle(self, request: HttpRequest) -> None:
+        if not self.closed:
+            self.handler.handle(self, request)
 
     def _reject(self, status: int, message: bytes) -> None:
         self._keep_alive = False

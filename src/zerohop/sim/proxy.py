@@ -231,11 +231,12 @@ def _framing(header_lines: list[bytes]) -> tuple[str, int]:
 
 
 async def _precise_sleep(seconds: float) -> None:
-    """asyncio.sleep, but not late: event-loop timers (libuv's: 1 ms steps) overshoot, so
-    sleep to 1 ms before the end and yield in a loop for the rest."""
+    """asyncio.sleep, but not late: libuv's timers count whole milliseconds from a loop
+    time cached at the start of the iteration, so they fire up to ~2 ms late; sleep to
+    2 ms before the end on the timer, then yield to the loop until the deadline."""
     deadline = time.perf_counter() + seconds
-    if seconds > 0.001:
-        await asyncio.sleep(seconds - 0.001)
+    if seconds > 0.002:
+        await asyncio.sleep(seconds - 0.002)
     while time.perf_counter() < deadline:
         await asyncio.sleep(0)
 

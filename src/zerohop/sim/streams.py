@@ -249,7 +249,8 @@ class StreamingResponse(_ResponseBase):
                 data = shape.first_events() + data
             self._write(chunk(data))
             self._note_write(scheduled_ns)
-            self._build_chunks()
+            if index == 0:  # after this step's writes: many streams may start in it
+                self.conn.turns.submit(self._build_chunks)
             return
         reason = seq.finish_reason or "length"
         data = shape.last_token_event(piece, reason)
@@ -260,7 +261,7 @@ class StreamingResponse(_ResponseBase):
         self._note_write(scheduled_ns)
         self.conn.on_lost = None
         # the record is built after the step's other writes, not between them
-        asyncio.get_running_loop().call_soon(self._finish_ok)
+        self.conn.turns.submit(self._finish_ok)
 
     def _finish_ok(self) -> None:
         self._record(OK, status=200)
@@ -269,7 +270,7 @@ class StreamingResponse(_ResponseBase):
     def _build_chunks(self) -> None:
         """Every possible token chunk of this response, framed, built once (after the
         first token, so it costs nothing before the stream's latency-critical start)."""
-        if self.fault_name is not None or self._pending is not None:
+        if self.fault_name is not None or self._pending is not None or self.conn.closed:
             return
         event = self.shape.token_event
         self._chunks = [chunk(event(piece)) for piece in WORD_PIECE_BYTES]
