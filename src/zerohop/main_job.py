@@ -105,7 +105,9 @@ def parse_duration(text: str) -> float:
 @click.option("--microbench", type=click.Choice(["auto", "on", "off"]), default="auto",
               show_default=True, help="GPU microbenchmarks (auto: when a CUDA device exists).")
 @click.option("--compare-layer", is_flag=True,
-              help="Run twice, direct and through the layer, and report the layer's cost.")
+              help="Run twice, direct and through the layer, and report the layer's cost "
+                   "(1 user unless --users/--rate: the hop's own cost; under load, delayed "
+                   "arrivals also meet the engine mid-step, which adds to it).")
 @click.option("--layer-url", default=None, help="With --compare-layer and --host: the gateway URL.")
 @click.option("--layer-args", default="--per-request-ms 5", show_default=True,
               help="Embedded layer's options (with --compare-layer and no --layer-url).")
@@ -152,7 +154,7 @@ def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     return RunPlan(
         host=kw["host"], api=kw["api"], workloads=workloads,
         classes=list(kw["classes"]) or classes_for(specs),
-        users=kw["users"] or 8, rate=kw["rate"], duration_s=duration, telemetry=kw["telemetry"],
+        users=kw["users"] or (1 if kw["compare_layer"] else 8), rate=kw["rate"], duration_s=duration, telemetry=kw["telemetry"],
         slo=slo, name=kw["name"], workers=kw["workers"], results_dir=kw["results_dir"],
         seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
         report=not kw["no_report"], microbench=kw["microbench"],

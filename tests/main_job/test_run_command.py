@@ -83,9 +83,9 @@ def test_short_run_writes_results_report_and_judges_slo(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_compare_layer_prices_a_5ms_layer(tmp_path: Path) -> None:
-    """The embedded layer does 5 ms of work per request; the comparison must price the
-    layer at that plus the hop itself (parse, forward, one more process on the path:
-    about 1 ms on this 2-core machine, measured with `--per-request-ms 0`)."""
+    """The embedded layer waits 5 ms per request; at one user (the mode's default) the
+    comparison must price the layer at 5 ms ± 1 ms: the wait plus the hop itself (parse,
+    forward, relay: about 0.5 ms on this 2-core machine)."""
     wl = tmp_path / "flood.yaml"
     wl.write_text("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 8\n"
                   "load: {kind: closed, users: 2}\n")
@@ -96,6 +96,6 @@ def test_compare_layer_prices_a_5ms_layer(tmp_path: Path) -> None:
     assert "layer cost" in res.stdout
     budget = json.loads(next(tmp_path.glob("compare-*.json")).read_text())
     ttft_p50 = budget["layer_cost_ms"]["ttft_ms"]["p50"]
-    assert 4.5 <= ttft_p50 <= 7.5, budget
+    assert 4.0 <= ttft_p50 <= 6.0, budget
     low, _high = budget["ci95_ms"]["ttft_ms"]["p50"]
     assert low > 3.0  # clearly a cost, not noise

@@ -81,6 +81,14 @@ class HttpDate:
 _DATE = HttpDate()
 
 
+class RunNow:
+    """The `OnePerTurn` interface for a server with no timer to protect (the layer
+    proxy): work runs at once."""
+
+    def submit(self, work: Callable[..., None], *args: object) -> None:
+        work(*args)
+
+
 class OnePerTurn:
     """Runs queued work one item per event-loop turn, in order.
 
@@ -111,12 +119,13 @@ class OnePerTurn:
                 self._scheduled = False
 
 
-async def listen(handler: RequestHandler, host: str, port: int, port_file: Path | None
-                 ) -> tuple[asyncio.AbstractServer, int]:
+async def listen(handler: RequestHandler, host: str, port: int, port_file: Path | None,
+                 *, one_per_turn: bool = True) -> tuple[asyncio.AbstractServer, int]:
     """Serve `handler` on host:port (0: any free port) and publish the bound port in
-    `port_file` atomically, which is how the launcher learns it."""
+    `port_file` atomically, which is how the launcher learns it. `one_per_turn`: hand
+    requests over one per loop turn (see `OnePerTurn`), else at once."""
     loop = asyncio.get_running_loop()
-    turns = OnePerTurn()
+    turns: OnePerTurn | RunNow = OnePerTurn() if one_per_turn else RunNow()
     server = await loop.create_server(
         lambda: HttpConnection(handler, turns), host=host, port=port, backlog=4096,
         reuse_address=True,
@@ -147,7 +156,7 @@ LAST_CHUNK = b"0\r\n\r\n"
 class HttpConnection(asyncio.Protocol):
     """One client connection. Answers requests one at a time, in order."""
 
-    def __init__(self, handler: RequestHandler, turns: OnePerTurn) -> None:
+    def __init__(self, handler: RequestHandler, turns: OnePerTurn | RunNow) -> None:
         self.handler = handler
         self.turns = turns  # shared by the server's connections
         self.transport: asyncio.Transport | None = None

@@ -248,7 +248,8 @@ def _burn_cpu(seconds: float) -> None:
 
 
 async def serve_proxy(config: LayerConfig, port_file: Path | None = None) -> None:
-    server, port = await listen(LayerProxy(config), config.host, config.port, port_file)
+    server, port = await listen(LayerProxy(config), config.host, config.port, port_file,
+                                one_per_turn=False)
     print(
         f"zerohop-proxy listening on http://{config.host}:{port} -> {config.upstream}", flush=True
     )
