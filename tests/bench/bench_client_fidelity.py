@@ -42,10 +42,11 @@ load: {{kind: closed, users: {users}}}
 
 def run_point(streams: int, tokens: int, duration_s: int, time_scale: float, telemetry: str,
               workdir: Path, cores: tuple[int, int] | None = None) -> dict[str, float]:
-    gt = workdir / f"gt-{streams}.jsonl"
-    wl = workdir / f"wl-{streams}.yaml"
+    workdir = Path(tempfile.mkdtemp(prefix=f"s{streams}-", dir=workdir))  # repeats allowed
+    gt = workdir / "gt.jsonl"
+    wl = workdir / "wl.yaml"
     wl.write_text(WORKLOAD.format(tokens=tokens, users=streams))
-    results = workdir / f"r-{streams}-{abs(hash(telemetry))}"
+    results = workdir / "results"
     with start_embedded_target(["--time-scale", str(time_scale), "--max-num-seqs", "1024"],
                                ground_truth=gt) as sim:
         pin: list[str] = []
