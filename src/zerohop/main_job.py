@@ -154,7 +154,8 @@ def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     return RunPlan(
         host=kw["host"], api=kw["api"], workloads=workloads,
         classes=list(kw["classes"]) or classes_for(specs),
-        users=kw["users"] or (1 if kw["compare_layer"] else 8), rate=kw["rate"], duration_s=duration, telemetry=kw["telemetry"],
+        users=kw["users"] or (1 if kw["compare_layer"] else 8), rate=kw["rate"],
+        duration_s=duration, telemetry=kw["telemetry"],
         slo=slo, name=kw["name"], workers=kw["workers"], results_dir=kw["results_dir"],
         seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
         report=not kw["no_report"], microbench=kw["microbench"],
