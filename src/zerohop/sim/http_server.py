@@ -3,8 +3,9 @@
 Supports keep-alive, pipelined requests (answered in order), Content-Length request
 bodies, and responses that are either Content-Length or chunked. The request's arrival
 time is stamped when `data_received` is entered with its last bytes — as early as the
-stack allows. The connection hands complete requests to a `RequestHandler` (one per
-loop turn, see `OnePerTurn`); the handler answers through the `HttpConnection` methods.
+stack allows. The connection parses and hands complete requests to a `RequestHandler`
+one per loop turn (see `OnePerTurn`); the handler answers through the `HttpConnection`
+methods.
 """
 
 from __future__ import annotations
@@ -168,6 +169,8 @@ class HttpConnection(asyncio.Protocol):
         self._keep_alive = True
         self._eof = False
         self._continued = False
+        self._parse_queued = False
+        self._last_read_ns = 0
 
     # --- asyncio callbacks ------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -179,14 +182,15 @@ class HttpConnection(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
-        now = time.perf_counter_ns()
+        self._last_read_ns = time.perf_counter_ns()  # the arrival stamp: before any queue
         self._buffer += data
-        if not self._busy:
-            self._parse(now)
+        if not self._busy and not self._parse_queued:
+            self._parse_queued = True
+            self.turns.submit(self._parse_in_turn)
 
     def eof_received(self) -> bool | None:
         self._eof = True
-        if not self._busy:
+        if not self._busy and not self._parse_queued:
             self.close()
         return True  # keep our half open until the current response ends
 
@@ -318,11 +322,16 @@ class HttpConnection(asyncio.Protocol):
             keep_alive=self._keep_alive,
         )
         self._busy = True
-        self.turns.submit(self._handle, request)  # the arrival is stamped already
+        self.handler.handle(self, request)
 
-    def _handle(self, request: HttpRequest) -> None:
-        if not self.closed:
-            self.handler.handle(self, request)
+    def _parse_in_turn(self) -> None:
+        """Parse and hand over what the reads buffered, in this connection's turn."""
+        self._parse_queued = False
+        if self._busy or self.closed:
+            return
+        self._parse(self._last_read_ns)
+        if self._eof and not self._busy:
+            self.close()
 
     def _reject(self, status: int, message: bytes) -> None:
         self._keep_alive = False
