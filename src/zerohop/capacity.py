@@ -23,6 +23,7 @@ import click
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from zerohop.jsonl import without_nan
 from zerohop.main_job import EXIT_BAD_INPUT, RunError
 
 CAPACITY_JSON = "capacity.json"
@@ -108,7 +109,7 @@ class CapacityPlan:
         data["forecast"]["mix"] = (
             self.forecast.mix.workloads if self.forecast.mix is not None else None
         )
-        return _finite(data)
+        return without_nan(data)
 
 
 def plan_capacity(
@@ -200,16 +201,6 @@ def _mix_notes(mix: TrafficMix, operating: CapacityPoint) -> list[str]:
             notes.append(f"workload {name}: forecast share {share:.0%} vs swept {measured:.0%} "
                          "— capacity measured on a different mix")
     return notes
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
 
 
 # --- measuring the points ------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""Reading the append-only JSONL sinks that records and telemetry are flushed to."""
+"""JSON as zerohop keeps it: reading the append-only JSONL sinks that records and
+telemetry are flushed to, and making values fit strict JSON."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,3 +25,15 @@ def read_jsonl_folder(folder: Path) -> tuple[list[Any], int]:
                 except json.JSONDecodeError:
                     bad += 1
     return values, bad
+
+
+def without_nan(value: Any) -> Any:
+    """`value` with every NaN or infinity (in nested dicts and lists) replaced by None:
+    strict JSON has no NaN, and a missing figure reads as null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: without_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_nan(v) for v in value]
+    return value

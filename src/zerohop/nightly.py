@@ -34,6 +34,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from zerohop.jsonl import without_nan
 from zerohop.main_job import EXIT_BAD_INPUT, RunError, RunPlan, RunResult, run_once
 
 HISTORY_FILE = "history.jsonl"
@@ -218,7 +219,7 @@ def run_nightly(
             + (["microbench"] if mb_regressed else []),
         )
     entry["notes"] = notes
-    append_history(history_dir, _finite(entry))
+    append_history(history_dir, without_nan(entry))
     history.append(entry)
     page = write_nightly_page(history_dir, history, entry, gates, baseline)
     return NightlyOutcome(entry, EXIT_REGRESSION if entry["status"] == "regression" else
@@ -430,16 +431,6 @@ def append_history(history_dir: Path, entry: dict[str, Any]) -> None:
 def _new_id(history: Sequence[dict[str, Any]]) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     return f"{len(history) + 1:04d}-{stamp}"
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
 
 
 # --- pages ---------------------------------------------------------------------------------

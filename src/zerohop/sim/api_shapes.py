@@ -95,6 +95,7 @@ class _OpenAIStreamShape:
     chunk_object = ""
     token_open = b""  # after `"choices":[{"index":0,`, before the token text
     token_close = b""  # after the token text, to the end of the event
+    piece_end = b""  # after the last token's text, before its "logprobs"
 
     def __init__(self, request_id: str, model: str, created: int, include_usage: bool) -> None:
         self.id = self.id_prefix + request_id
@@ -111,6 +112,10 @@ class _OpenAIStreamShape:
 
     def token_event(self, piece: bytes) -> bytes:
         return self._prefix + piece + self._suffix
+
+    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
+        return (self._prefix + piece + self.piece_end + b'"logprobs":null,"finish_reason":'
+                + _j(finish_reason) + b',"stop_reason":null}]}\n\n')
 
     def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes:
         out = b""
@@ -131,21 +136,13 @@ class ChatShape(_OpenAIStreamShape):
     id_prefix = "chatcmpl-"
     chunk_object = "chat.completion.chunk"
     token_open = b'"delta":{"content":"'
+    piece_end = b'"},'
     token_close = b'"},"logprobs":null,"finish_reason":null}]}\n\n'
 
     def first_events(self) -> bytes:
         return (
             b"data: " + self._head + b',"choices":[{"index":0,"delta":{"role":"assistant",'
             b'"content":""},"logprobs":null,"finish_reason":null}]}\n\n'
-        )
-
-    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
-        return (
-            self._prefix
-            + piece
-            + b'"},"logprobs":null,"finish_reason":'
-            + _j(finish_reason)
-            + b',"stop_reason":null}]}\n\n'
         )
 
     def invalid_json_event(self) -> bytes:
@@ -183,19 +180,11 @@ class CompletionShape(_OpenAIStreamShape):
     id_prefix = "cmpl-"
     chunk_object = "text_completion"
     token_open = b'"text":"'
+    piece_end = b'",'
     token_close = b'","logprobs":null,"finish_reason":null,"stop_reason":null}]}\n\n'
 
     def first_events(self) -> bytes:
         return b""
-
-    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
-        return (
-            self._prefix
-            + piece
-            + b'","logprobs":null,"finish_reason":'
-            + _j(finish_reason)
-            + b',"stop_reason":null}]}\n\n'
-        )
 
     def invalid_json_event(self) -> bytes:
         return b"data: " + self._head + b',"choices":[{"index":0,"text":" bro\n\n'
