@@ -33,7 +33,12 @@ from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from zerohop.sim.metrics import render_metrics
-from zerohop.sim.streams import BufferedResponse, ResponseContext, StreamingResponse
+from zerohop.sim.streams import (
+    BufferedResponse,
+    EmissionLog,
+    ResponseContext,
+    StreamingResponse,
+)
 from zerohop.sim.tokens import (
     count_chat_tokens,
     count_prompt_tokens,
@@ -64,7 +69,7 @@ class SimApp:
     def __init__(self, config: SimConfig) -> None:
         self.config = config
         self.anchor = ClockAnchor.now()
-        self.emission_lag = LagRecorder()
+        self.emission = EmissionLog()
         self.loop_lag = LagRecorder()
         self.engines: list[Engine] = []
         self.routes: dict[str, tuple[Engine, str | None]] = {}
@@ -74,8 +79,7 @@ class SimApp:
                 seed=config.seed,
                 max_queue=config.max_queue,
                 timer_spin_us=config.timer_spin_us,
-                emission_lag=self.emission_lag,
-                loop_lag=self.loop_lag,
+                after_writes=self.emission.flush,
             )
             self.engines.append(engine)
             for name in [engine.name, served.model, *served.aliases]:
@@ -139,7 +143,7 @@ class SimApp:
         elif path == "/v1/models":
             conn.send(200, self._models())
         elif path == "/metrics":
-            body = render_metrics(self.engines, self.loop_lag, self.emission_lag)
+            body = render_metrics(self.engines, self.loop_lag, self.emission.recorder)
             conn.send(200, body, METRICS_CONTENT_TYPE)
         elif path == "/version":
             conn.send(200, b'{"version":"zerohop-sim"}')
@@ -148,8 +152,10 @@ class SimApp:
         elif path == "/zerohop/stats":
             conn.send(200, json.dumps(self.stats()).encode())
         elif path == "/zerohop/stats/reset" and request.method == "POST":
-            self.emission_lag.reset()
+            self.emission.recorder.reset()
             self.loop_lag.reset()
+            for engine in self.engines:
+                engine.wake_lag.reset()
             conn.send(200, b"{}")
         else:
             conn.send(404, error_body("chat", 404, f"Not Found: {path}"))
@@ -157,7 +163,7 @@ class SimApp:
     def stats(self) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
-            "emission_lag": self.emission_lag.summary_ms(),
+            "emission_lag": self.emission.recorder.summary_ms(),
             "loop_lag": self.loop_lag.summary_ms(),
             "ground_truth_records": self.ground_truth.count,
             "engines": [
@@ -171,6 +177,7 @@ class SimApp:
                     "kv_blocks": e.pool.num_blocks,
                     "kv_usage": e.kv_usage(),
                     "steps": e.stats.steps_total,
+                    "step_wake_lag": e.wake_lag.summary_ms(),
                     "resyncs": e.stats.resyncs_total,
                     "preemptions": e.stats.preemptions_total,
                     "oom_failures": e.stats.oom_failures_total,
@@ -308,7 +315,7 @@ class SimApp:
             word_offset=word_offset(request_id),
             fault=fault,
             ground_truth=self.ground_truth,
-            emission_lag=self.emission_lag,
+            emission=self.emission,
             keep_token_lags=self.config.ground_truth_token_lags,
             extra_headers=extra_headers,
         )

@@ -150,7 +150,7 @@ class SimConfig(StrictModel):
         default=False, description="Write every token's emission lag into the ground truth"
     )
     timer_spin_us: int = Field(
-        default=400, ge=0, description="Busy-wait this close to a step's end for a precise wake"
+        default=300, ge=0, description="Busy-wait this close to a step's end for a precise wake"
     )
 
     @field_validator("faults")

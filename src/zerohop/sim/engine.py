@@ -23,6 +23,7 @@ import contextlib
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,6 +38,7 @@ from zerohop.sim.histograms import (
 from zerohop.sim.kv_cache import BlockPool, kv_capacity_blocks
 from zerohop.sim.lora import LoraSlots
 from zerohop.sim.profiles import MIB, GpuProfile, ModelProfile, Roofline, load_profiles
+from zerohop.sim.step_timer import StepTimer
 
 RESYNC_NS = 50_000_000  # a step that ends this late restarts the clock from "now"
 
@@ -82,6 +84,11 @@ class Sequence:
     done: bool = False
     finish_reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def planned_finish_reason(self) -> str:
+        """Why the answer ends once it has `target_output` tokens."""
+        return "length" if self.target_output >= self.max_tokens else "stop"
 
 
 @dataclass
@@ -182,9 +189,8 @@ class Engine:
         *,
         seed: int = 0,
         max_queue: int | None = None,
-        timer_spin_us: int = 400,
-        emission_lag: LagRecorder | None = None,
-        loop_lag: LagRecorder | None = None,
+        timer_spin_us: int = 300,
+        after_writes: Callable[[int], None] | None = None,
     ) -> None:
         book = load_profiles()
         self.config = served
@@ -223,12 +229,12 @@ class Engine:
         self.lora_ranks = {a.name: a.rank for a in lc.adapters}
         self.lora_config = lc
         self.time_scale = ec.time_scale
-        self.spin_ns = timer_spin_us * 1000
+        self.timer = StepTimer(timer_spin_us * 1000)
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.stats = EngineStats()
-        self.emission_lag = emission_lag or LagRecorder()
-        self.loop_lag = loop_lag or LagRecorder()
+        self.after_writes = after_writes  # called with the step's end once its tokens are out
+        self.wake_lag = LagRecorder()  # how late the step clock woke: the step's own error
         self.activity = GpuActivity(self.gpu, time.perf_counter_ns())
         self._last_end_ns = -1
         self._wakeup: asyncio.Future[None] | None = None
@@ -281,6 +287,7 @@ class Engine:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        self.timer.close()
 
     def kv_usage(self) -> float:
         return self.pool.usage()
@@ -308,8 +315,8 @@ class Engine:
                 continue
             idle = False
             end = plan.end_ns
-            await self._sleep_until(loop, end)
-            self.loop_lag.add_ns(clock() - end)
+            await self.timer.sleep_until(end)
+            self.wake_lag.add_ns(clock() - end)
             self.finish_step(plan)
             step_start = end
 
@@ -333,22 +340,6 @@ class Engine:
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
-
-    async def _sleep_until(self, loop: asyncio.AbstractEventLoop, target_ns: int) -> None:
-        """Coarse timer to within `spin_ns` of the target, then busy-wait."""
-        clock = time.perf_counter_ns
-        while True:
-            remaining = target_ns - clock()
-            if remaining <= self.spin_ns:
-                break
-            fut = loop.create_future()
-            handle = loop.call_later((remaining - self.spin_ns) / 1e9, _resolve, fut)
-            try:
-                await fut
-            finally:
-                handle.cancel()
-        while clock() < target_ns:
-            pass
 
     # --- scheduling -----------------------------------------------------------------
     def plan_step(self, now_ns: int) -> StepPlan | None:
@@ -555,13 +546,15 @@ class Engine:
             seq.last_token_ns = end_ns
             if n >= seq.target_output:
                 seq.done = True
-                seq.finish_reason = "length" if n >= seq.max_tokens else "stop"
+                seq.finish_reason = seq.planned_finish_reason
                 finished_seqs.append(seq)
                 seq.sink.on_token(seq, end_ns, True)
             else:
                 if n == seq.pause_after_tokens:
                     seq.paused_until_ns = end_ns + seq.pause_ns
                 seq.sink.on_token(seq, end_ns, False)
+        if self.after_writes is not None:
+            self.after_writes(end_ns)
         self._last_end_ns = end_ns
         stats = self.stats
         stats.generation_tokens_total += steady_itl + len(firsts) + len(other_itls)
@@ -585,11 +578,6 @@ class Engine:
         kv = self.pool.num_blocks * self.pool.block_size * self.model.kv_bytes_per_token / self.tp
         reserve = self.engine_config.non_kv_reserve_gib * 1024**3
         return min((weights + kv + reserve) / MIB, float(self.gpu.memory_mib))
-
-
-def _resolve(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 def _out_of_memory(seq: Sequence, pool: BlockPool) -> EngineError:

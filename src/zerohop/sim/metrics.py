@@ -75,7 +75,7 @@ def render_metrics(
     family(
         "zerohop_sim_loop_lag_seconds",
         "histogram",
-        "Lateness of the sim's event loop (step timer and idle probe).",
+        "Lateness of a periodic probe timer: how long the sim's event loop was busy.",
     )
     _lag_histogram(out, "zerohop_sim_loop_lag_seconds", loop_lag)
     family(

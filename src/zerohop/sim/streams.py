@@ -30,6 +30,24 @@ MALFORMED_SSE_LINE = b"zerohop-malformed-line-without-field-separator\n\n"
 CANCELLED_OUTCOME = "cancelled"
 
 
+class EmissionLog:
+    """The emission lag of every token, noted after the step's writes.
+
+    A healthy stream's token only writes and stamps the time (`written`); the lag
+    bookkeeping for all of a step's tokens runs in `flush`, which the engine calls once
+    the step's writes are done, so it never delays a write.
+    """
+
+    def __init__(self) -> None:
+        self.recorder = LagRecorder()
+        self.written: list[_ResponseBase] = []
+
+    def flush(self, scheduled_ns: int) -> None:
+        for response in self.written:
+            response.note_lag(response.last_write_ns - scheduled_ns)
+        self.written.clear()
+
+
 @dataclass
 class ResponseContext:
     """What every response needs besides the sequence itself."""
@@ -44,7 +62,7 @@ class ResponseContext:
     word_offset: int
     fault: FaultSpec | None
     ground_truth: GroundTruthLog
-    emission_lag: LagRecorder
+    emission: EmissionLog
     keep_token_lags: bool
     extra_headers: list[tuple[bytes, bytes]]
 
@@ -58,7 +76,7 @@ class _ResponseBase:
         self.offset = ctx.word_offset
         self.seq = Sequence(sink=self, **seq_args)
         self.first_write_ns: int | None = None
-        self.last_write_ns: int | None = None
+        self.last_write_ns = 0
         self.lag_count = 0
         self.lag_sum_ns = 0
         self.lag_max_ns = 0
@@ -88,20 +106,21 @@ class _ResponseBase:
             self.engine.abort(self.seq)
         self._record(CANCELLED_OUTCOME, status=200)
 
-    def _note_write(self, scheduled_ns: int) -> int:
+    def _note_write(self, scheduled_ns: int) -> None:
         now = time.perf_counter_ns()
-        lag = now - scheduled_ns
-        self.ctx.emission_lag.add_ns(lag)
+        if self.first_write_ns is None:
+            self.first_write_ns = now
+        self.last_write_ns = now
+        self.note_lag(now - scheduled_ns)
+
+    def note_lag(self, lag: int) -> None:
+        self.ctx.emission.recorder.add_ns(lag)
         self.lag_count += 1
         self.lag_sum_ns += lag
         if lag > self.lag_max_ns:
             self.lag_max_ns = lag
         if self.token_lags_us is not None:
-            self.token_lags_us.append(lag // 1000)
-        if self.first_write_ns is None:
-            self.first_write_ns = now
-        self.last_write_ns = now
-        return now
+            self.token_lags_us.append(max(0, lag) // 1000)
 
     def _record(
         self,
@@ -138,7 +157,7 @@ class _ResponseBase:
                 "accepted_ts": gt.wall_s(self.ctx.request.accepted_ns),
                 "arrival_ts": gt.wall_s(arrival),
                 "first_token_ts": gt.wall_s(self.first_write_ns),
-                "last_token_ts": gt.wall_s(self.last_write_ns),
+                "last_token_ts": gt.wall_s(self.last_write_ns or None),
                 "scheduled_first_token_ts": gt.wall_s(seq.first_token_ns),
                 "prompt_tokens": seq.prompt_tokens,
                 "completion_tokens": (
@@ -151,7 +170,7 @@ class _ResponseBase:
                 "finish_reason": seq.finish_reason,
                 "fault": self.ctx.fault.header_value() if self.ctx.fault else None,
                 "server_ttft_ms": _ms(self.first_write_ns, arrival),
-                "server_e2e_ms": _ms(self.last_write_ns, arrival),
+                "server_e2e_ms": _ms(self.last_write_ns or None, arrival),
                 "queue_ms": _ms(seq.first_scheduled_ns, arrival),
                 "preemptions": seq.preemptions,
                 "max_emission_lag_ms": round(self.lag_max_ns / 1e6, 4) if self.lag_count else None,
@@ -161,13 +180,22 @@ class _ResponseBase:
 
 
 class StreamingResponse(_ResponseBase):
-    """SSE over chunked encoding, one chunk per token."""
+    """SSE over chunked encoding, one chunk per token.
+
+    Every chunk a healthy stream writes is built before its step ends: the first at
+    `start`, the steady and last ones (`_build_chunks`) in a loop turn after the first
+    token. A step's writes are then one socket write each, which the emission lag
+    measures; faulty streams, and the rare token that comes before its bytes are
+    built, take `_on_token_slow`.
+    """
 
     _chunks: list[bytes] | None = None
+    _first_chunk: bytes | None = None
+    _last_chunk: bytes | None = None
     _transport_write: Callable[[bytes], None]
 
     def start(self) -> None:
-        self._recorder = self.ctx.emission_lag
+        self._written = self.ctx.emission.written.append
         head = self.conn.start_chunked(200, self.shape.content_type, self.ctx.extra_headers)
         events = self.shape.head_events()
         opening = head + (chunk(events) if events else b"")
@@ -178,12 +206,21 @@ class StreamingResponse(_ResponseBase):
         else:
             self._pending = None
             self.conn.write(opening)
+            transport = self.conn.transport
+            if self.fault_name is None and transport is not None:
+                self._transport_write = transport.write
+                shape = self.shape
+                first = shape.first_events() + shape.token_event(self._piece(0))
+                self._first_chunk = chunk(first)
         super().start()
         fault = self.ctx.fault
         if fault is not None and fault.name == "drop_mid" and fault.integer("after") == 0:
             self._break_connection()
         elif fault is not None and fault.name == "stream_error" and fault.integer("after") == 0:
             self._stream_error_now(fault)
+
+    def _piece(self, index: int) -> bytes:
+        return WORD_PIECE_BYTES[(self.offset + index) % _N_PIECES]
 
     def _stream_error_now(self, fault: FaultSpec) -> None:
         """stream_error;after=0: the error event before any token."""
@@ -206,33 +243,29 @@ class StreamingResponse(_ResponseBase):
 
     # --- the hot path -------------------------------------------------------------
     def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
-        """One token: one pre-built chunk to the socket, then the lag is noted. The
-        first and last tokens, and faulty streams, take `_on_token_slow`."""
-        index = seq.num_output - 1
-        chunks = self._chunks
-        if finished or chunks is None or self.conn.closed:
+        """One token: one pre-built chunk to the socket, and the time it was written."""
+        n = seq.num_output
+        if finished:
+            data = self._last_chunk
+        elif n == 1:
+            data = self._first_chunk
+        else:
+            chunks = self._chunks
+            data = None if chunks is None else chunks[(self.offset + n - 1) % _N_PIECES]
+        if data is None or self.conn.closed:
             self._on_token_slow(seq, scheduled_ns, finished)
             return
-        self._transport_write(chunks[(self.offset + index) % _N_PIECES])
-        now = _clock()
-        lag = now - scheduled_ns
-        recorder = self._recorder
-        us = lag // 1000 if lag > 0 else 0
-        if us < recorder.limit_us:
-            recorder.counts[us] += 1
-        else:
-            recorder.overflow.append(us)
-        recorder.n += 1
-        recorder.total_us += us
-        if us > recorder.max_us:
-            recorder.max_us = us
-        self.lag_count += 1
-        self.lag_sum_ns += lag
-        if lag > self.lag_max_ns:
-            self.lag_max_ns = lag
-        if self.token_lags_us is not None:
-            self.token_lags_us.append(us)
-        self.last_write_ns = now
+        self._transport_write(data)
+        now = self.last_write_ns = _clock()
+        if finished:  # noted now: the record, which holds the lags, may come before flush
+            self.note_lag(now - scheduled_ns)
+            self.conn.on_lost = None
+            self.conn.turns.submit(self._finish_ok)
+            return
+        self._written(self)  # its lag is noted after the step's writes (EmissionLog)
+        if n == 1:
+            self.first_write_ns = now
+            self.conn.turns.submit(self._build_chunks)  # after this step's other writes
 
     def _on_token_slow(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
         if self.fault_name is not None:
@@ -241,7 +274,7 @@ class StreamingResponse(_ResponseBase):
         if self.conn.closed:
             return
         index = seq.num_output - 1
-        piece = WORD_PIECE_BYTES[(self.offset + index) % _N_PIECES]
+        piece = self._piece(index)
         shape = self.shape
         if not finished:
             data = shape.token_event(piece)
@@ -249,7 +282,7 @@ class StreamingResponse(_ResponseBase):
                 data = shape.first_events() + data
             self._write(chunk(data))
             self._note_write(scheduled_ns)
-            if index == 0:  # after this step's writes: many streams may start in it
+            if index == 0:
                 self.conn.turns.submit(self._build_chunks)
             return
         reason = seq.finish_reason or "length"
@@ -260,7 +293,6 @@ class StreamingResponse(_ResponseBase):
         self._write(chunk(data) + LAST_CHUNK)
         self._note_write(scheduled_ns)
         self.conn.on_lost = None
-        # the record is built after the step's other writes, not between them
         self.conn.turns.submit(self._finish_ok)
 
     def _finish_ok(self) -> None:
@@ -268,22 +300,26 @@ class StreamingResponse(_ResponseBase):
         self.conn.finish()
 
     def _build_chunks(self) -> None:
-        """Every possible token chunk of this response, framed, built once (after the
-        first token, so it costs nothing before the stream's latency-critical start)."""
+        """Every steady token chunk of this response (one per word piece) and its last
+        chunk, framed, built once: after the first token, so they cost nothing before
+        the stream's latency-critical start."""
         if self.fault_name is not None or self._pending is not None or self.conn.closed:
             return
-        event = self.shape.token_event
+        shape = self.shape
+        seq = self.seq
+        event = shape.token_event
         self._chunks = [chunk(event(piece)) for piece in WORD_PIECE_BYTES]
-        transport = self.conn.transport
-        if transport is not None:
-            self._transport_write = transport.write
+        reason = seq.planned_finish_reason
+        last = shape.last_token_event(self._piece(seq.target_output - 1), reason)
+        tail = shape.tail_events(seq.prompt_tokens, seq.target_output, reason, True)
+        self._last_chunk = chunk(last + tail) + LAST_CHUNK
 
     # --- faults and errors ---------------------------------------------------------
     def _on_token_with_fault(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
         fault = self.ctx.fault
         assert fault is not None
         index = seq.num_output - 1
-        piece = WORD_PIECE_BYTES[(self.offset + index) % _N_PIECES]
+        piece = self._piece(index)
         shape = self.shape
         name = fault.name
         # after=0 means "with the first token" (stream_error: before it, see start())
