@@ -176,12 +176,20 @@ def start_vllm(
     startup_timeout_s: float = 240.0,
     log_path: Path | None = None,
     extra_env: Mapping[str, str] | None = None,
+    cpus: Sequence[int] | None = None,
 ) -> VllmServer:
     """Start vLLM's OpenAI/Anthropic server and wait until GET /health answers 200.
 
     Runs in its own process group (vLLM forks an engine-core process) so `stop()` ends
     all of it. `port=0` picks a free loopback port. Raises VllmStartError with the log
     tail when the server dies or is not healthy in `startup_timeout_s`.
+
+    `cpus`: confine the whole server (API server, engine core, its OpenMP threads) to
+    these CPUs, so a load generator on the others does not share a core with it. By
+    default vLLM binds its compute thread to one core and runs the API server beside
+    anything else; on a 2-core machine a load generator then shares a core with one of
+    them and responses stall for tens of milliseconds at random (see
+    tests/vllm/test_vllm_planning.py).
     """
     chosen_port = port or _free_loopback_port()
     adapters = dict(lora_adapters or {})
@@ -191,13 +199,17 @@ def start_vllm(
         os.close(handle)
         log_path = Path(name)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    environment = _child_environment(extra_env)
+    if cpus:
+        environment["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(str(c) for c in cpus)
+        environment["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,
-            env=_child_environment(extra_env),
+            env=environment,
             start_new_session=True,
         )
     server = VllmServer(
@@ -207,6 +219,8 @@ def start_vllm(
         log_path=log_path,
     )
     try:
+        if cpus:  # before vLLM forks its engine core (seconds of imports away): all inherit
+            os.sched_setaffinity(process.pid, set(cpus))
         _wait_until_healthy(server, startup_timeout_s)
     except BaseException:
         server.stop()
