@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +23,14 @@ def run_locust(args: list[str], *, timeout: float = 180, cwd: Path | None = None
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.run(locust_cmd(*args), capture_output=True, text=True, timeout=timeout,
                           cwd=cwd, env=env)
+
+
+def locust_final_stats(json_file_prefix: Path) -> dict[tuple[str, str], dict]:
+    """Locust's own final request stats, written by `--json-file` at shutdown: keyed by
+    (request type, name). Its `--csv` stats file is refreshed once a second and not at
+    shutdown, so it can miss the requests that the end-of-run drain completed."""
+    entries = json.loads(Path(f"{json_file_prefix}.json").read_text())
+    return {(e["method"], e["name"]): e for e in entries}
 
 
 def only_run_dir(results_dir: Path) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import subprocess
@@ -12,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.loadgen.conftest import locust_cmd, only_run_dir, run_locust
+from tests.loadgen.conftest import locust_cmd, locust_final_stats, only_run_dir, run_locust
 from zerohop.results import read_record_rows
 
 pytestmark = pytest.mark.integration
@@ -22,7 +21,8 @@ PCTS = [50, 90, 95, 99, 99.9]
 
 def test_no_host_runs_all_workloads_and_leaves_a_complete_folder(tmp_path: Path) -> None:
     res = run_locust(["--headless", "-u", "10", "-r", "10", "-t", "12s", "--results-dir",
-                      str(tmp_path / "r"), "--csv", str(tmp_path / "loc"), "--stop-timeout", "5"])
+                      str(tmp_path / "r"), "--json-file", str(tmp_path / "loc"),
+                      "--stop-timeout", "5"])
     assert res.returncode == 0, res.stderr[-3000:]
     run = only_run_dir(tmp_path / "r")
     manifest = json.loads((run / "manifest.json").read_text())
@@ -34,10 +34,9 @@ def test_no_host_runs_all_workloads_and_leaves_a_complete_folder(tmp_path: Path)
     assert (df.outcome == "ok").all(), df.outcome.value_counts()
     assert (df.token_source == "usage").all()
     # Locust's own count (E2E events) equals our records
-    with open(tmp_path / "loc_stats.csv") as fh:
-        rows = {(r["Type"], r["Name"]): int(r["Request Count"]) for r in csv.DictReader(fh)}
+    locust_stats = locust_final_stats(tmp_path / "loc")
     for workload, n in df.groupby("workload").size().items():
-        assert rows[("E2E", workload)] == n
+        assert locust_stats[("E2E", workload)]["num_requests"] == n
     # prompts sized against the server's own usage: within 3 % of the target (from 64
     # tokens up; below that, ±1 token — a chat request cannot be smaller than its
     # template, so targets under 16 tokens are not judged)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.loadgen.conftest import locust_final_stats
 from tests.reliability.conftest import (
     FLOOD_WORKLOAD,
     REPO,
@@ -99,7 +100,7 @@ def test_real_locust_run_with_probabilistic_faults_loses_nothing(tmp_path: Path)
     wl.write_text(FLOOD_WORKLOAD.format(max_tokens=8, users=6))
     res = run(locust_cmd(
         "--headless", "-u", "6", "-r", "6", "-t", "8s", "--stop-timeout", "5",
-        "--results-dir", str(tmp_path / "r"), "--csv", str(tmp_path / "loc"),
+        "--results-dir", str(tmp_path / "r"), "--json-file", str(tmp_path / "loc"),
         "--workload", str(wl), "--stall-timeout", "1", "--telemetry", "",
         "--sim-args", f"--config {config} --ground-truth {truth} --seed 7",
         "ShortQueryFlood"), timeout=90)
@@ -127,9 +128,6 @@ def test_real_locust_run_with_probabilistic_faults_loses_nothing(tmp_path: Path)
     # the only records without a server-side twin are those cut off at the end
     extra = df[~df.request_id.isin(gt.keys())]
     assert set(extra.outcome) <= {"cancelled"}, extra.outcome.value_counts()
-    with open(tmp_path / "loc_stats.csv") as fh:
-        import csv
-
-        rows = {(r["Type"], r["Name"]): r for r in csv.DictReader(fh)}
-    assert int(rows[("E2E", "flood")]["Request Count"]) == len(df)
-    assert int(rows[("E2E", "flood")]["Failure Count"]) == int((df.outcome != "ok").sum())
+    flood = locust_final_stats(tmp_path / "loc")[("E2E", "flood")]
+    assert flood["num_requests"] == len(df)
+    assert flood["num_failures"] == int((df.outcome != "ok").sum())
