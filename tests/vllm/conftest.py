@@ -36,7 +36,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """A running vLLM CPU server serving model `tiny` and adapters a0..a3 (max 2 at once)."""
+    """A running vLLM CPU server serving model `tiny` and adapters a0..a3 (max 2 at once).
+
+    With 2 or more CPUs the server is confined to the last one and this process (with
+    every thread and Locust process it starts) to the others, for the whole session.
+    With vLLM's own binding on a 2-core machine the tests' clients share a core with
+    its API server or its compute thread, and whole responses, /metrics scrapes
+    included, stall for tens of milliseconds at random (see test_vllm_planning.py).
+    """
     probe = probe_env(setup=os.environ.get("ZEROHOP_VLLM_SETUP") == "1")
     if probe.env is None:
         message = (
@@ -48,7 +55,15 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer
         pytest.skip(message)
     model_dir = build_tiny_model(probe.env, default_model_dir())
     log_path = tmp_path_factory.mktemp("vllm") / "server.log"
+    cpus = sorted(os.sched_getaffinity(0))
+    server_cpus = cpus[-1:] if len(cpus) >= 2 else None
     with start_vllm(
-        probe.env, model_dir, lora_adapters=adapters_in(model_dir), log_path=log_path
+        probe.env, model_dir, lora_adapters=adapters_in(model_dir), log_path=log_path,
+        cpus=server_cpus,
     ) as server:
-        yield server
+        if server_cpus:
+            os.sched_setaffinity(0, cpus[:-1])
+        try:
+            yield server
+        finally:
+            os.sched_setaffinity(0, cpus)

@@ -217,6 +217,7 @@ def start_vllm(
         port=chosen_port,
         adapter_names=list(adapters),
         log_path=log_path,
+        cpus=sorted(cpus) if cpus else None,
     )
     try:
         if cpus:  # before vLLM forks its engine core (seconds of imports away): all inherit
@@ -240,6 +241,7 @@ class VllmServer:
         port: int,
         adapter_names: list[str],
         log_path: Path,
+        cpus: list[int] | None = None,
     ) -> None:
         self.process = process
         self.port = port
@@ -247,6 +249,7 @@ class VllmServer:
         self.url = f"http://127.0.0.1:{port}"
         self.adapter_names = adapter_names
         self.log_path = log_path
+        self.cpus = cpus  # None: vLLM's own CPU binding
         self.startup_s: float | None = None
         # Last resort if the owner forgets stop(): never leave an engine running.
         self._finalizer = weakref.finalize(self, _kill_group, process.pid, signal.SIGKILL)
