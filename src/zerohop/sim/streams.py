@@ -209,9 +209,7 @@ class StreamingResponse(_ResponseBase):
             transport = self.conn.transport
             if self.fault_name is None and transport is not None:
                 self._transport_write = transport.write
-                shape = self.shape
-                first = shape.first_events() + shape.token_event(self._piece(0))
-                self._first_chunk = chunk(first)
+                self._first_chunk = self._token_chunk(0)
         super().start()
         fault = self.ctx.fault
         if fault is not None and fault.name == "drop_mid" and fault.integer("after") == 0:
@@ -221,6 +219,23 @@ class StreamingResponse(_ResponseBase):
 
     def _piece(self, index: int) -> bytes:
         return WORD_PIECE_BYTES[(self.offset + index) % _N_PIECES]
+
+    def _token_chunk(self, index: int) -> bytes:
+        """Token `index` of a healthy stream, framed; the first carries the opening events."""
+        data = self.shape.token_event(self._piece(index))
+        if index == 0:
+            data = self.shape.first_events() + data
+        return chunk(data)
+
+    def _final_chunk(self, tokens: int, reason: str) -> bytes:
+        """The last token of a healthy `tokens`-token answer, its tail events (usage,
+        terminator) and the end of the chunked body."""
+        shape = self.shape
+        data = shape.last_token_event(self._piece(tokens - 1), reason)
+        if tokens == 1:
+            data = shape.first_events() + data
+        data += shape.tail_events(self.seq.prompt_tokens, tokens, reason, True)
+        return chunk(data) + LAST_CHUNK
 
     def _stream_error_now(self, fault: FaultSpec) -> None:
         """stream_error;after=0: the error event before any token."""
@@ -274,23 +289,13 @@ class StreamingResponse(_ResponseBase):
         if self.conn.closed:
             return
         index = seq.num_output - 1
-        piece = self._piece(index)
-        shape = self.shape
         if not finished:
-            data = shape.token_event(piece)
-            if index == 0:
-                data = shape.first_events() + data
-            self._write(chunk(data))
+            self._write(self._token_chunk(index))
             self._note_write(scheduled_ns)
             if index == 0:
                 self.conn.turns.submit(self._build_chunks)
             return
-        reason = seq.finish_reason or "length"
-        data = shape.last_token_event(piece, reason)
-        if index == 0:
-            data = shape.first_events() + data
-        data += shape.tail_events(seq.prompt_tokens, seq.num_output, reason, True)
-        self._write(chunk(data) + LAST_CHUNK)
+        self._write(self._final_chunk(seq.num_output, seq.finish_reason or "length"))
         self._note_write(scheduled_ns)
         self.conn.on_lost = None
         self.conn.turns.submit(self._finish_ok)
@@ -305,14 +310,10 @@ class StreamingResponse(_ResponseBase):
         the stream's latency-critical start."""
         if self.fault_name is not None or self._pending is not None or self.conn.closed:
             return
-        shape = self.shape
-        seq = self.seq
-        event = shape.token_event
+        event = self.shape.token_event
         self._chunks = [chunk(event(piece)) for piece in WORD_PIECE_BYTES]
-        reason = seq.planned_finish_reason
-        last = shape.last_token_event(self._piece(seq.target_output - 1), reason)
-        tail = shape.tail_events(seq.prompt_tokens, seq.target_output, reason, True)
-        self._last_chunk = chunk(last + tail) + LAST_CHUNK
+        seq = self.seq
+        self._last_chunk = self._final_chunk(seq.target_output, seq.planned_finish_reason)
 
     # --- faults and errors ---------------------------------------------------------
     def _on_token_with_fault(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
