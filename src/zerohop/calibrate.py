@@ -244,7 +244,10 @@ class LinearStepCost:
 class _TimingSink:
     """Token times are kept on the Sequence itself; nothing to write."""
 
-    def on_token(self, seq: Any, scheduled_ns: int, finished: bool) -> None:
+    def prepare_token(self, seq: Any, finished: bool) -> None:
+        return None
+
+    def on_token(self, seq: Any, scheduled_ns: int, finished: bool, written_ns: int) -> None:
         return None
 
     def on_error(self, seq: Any, error: Any) -> None:

@@ -21,7 +21,12 @@ class Collector:
     finished: set[str] = field(default_factory=set)
     errors: dict[str, str] = field(default_factory=dict)
 
-    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+    def prepare_token(self, seq: Sequence, finished: bool) -> None:
+        return None  # nothing to write: on_token records the step's time
+
+    def on_token(
+        self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
+    ) -> None:
         self.times.setdefault(seq.request_id, []).append(scheduled_ns)
         if finished:
             self.finished.add(seq.request_id)

@@ -1,6 +1,6 @@
-"""The streaming hot path writes chunks built ahead of time; they must be the very bytes
-the general path builds at the token, for every API shape, answer length and finish
-reason, and each token's lag must be noted once."""
+"""The streaming hot path: the engine writes chunks the response prepared when the step
+was planned; they must be the very bytes the general path builds at the token, for every
+API shape, answer length and finish reason, and each token's lag must be noted once."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 from zerohop.sim.api_shapes import ChatShape, CompletionShape, MessagesShape, WireShape
 from zerohop.sim.config import ServedModelConfig
 from zerohop.sim.engine import Engine, Sequence
+from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import RunNow
-from zerohop.sim.streams import EmissionLog, ResponseContext, StreamingResponse
+from zerohop.sim.streams import ResponseContext, StreamingResponse
 
 pytestmark = pytest.mark.unit
 
@@ -21,6 +22,10 @@ pytestmark = pytest.mark.unit
 class _Transport:
     def __init__(self, sink: list[bytes]) -> None:
         self.write = sink.append
+        self.closing = False
+
+    def is_closing(self) -> bool:
+        return self.closing
 
 
 class _Conn:
@@ -33,6 +38,10 @@ class _Conn:
         self.turns = RunNow()
         self.on_lost: Any = None
         self.finished = 0
+
+    @property
+    def writable(self) -> bool:
+        return not self.closed and not self.transport.is_closing()
 
     def start_chunked(self, *_args: object) -> bytes:
         return b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -60,15 +69,15 @@ class _Request:
 
 
 class _AlwaysGeneralPath(StreamingResponse):
-    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
-        self._on_token_slow(seq, scheduled_ns, finished)
+    def prepare_token(self, seq: Sequence, finished: bool) -> None:
+        return None
 
 
-def _stream(
+def _response(
     response_class: type[StreamingResponse], shape: WireShape, target: int, max_tokens: int
-) -> tuple[bytes, _GroundTruth, EmissionLog]:
-    log = EmissionLog()
-    engine = Engine(ServedModelConfig(gpu="h100-sxm", model="llama-3.2-3b"), after_writes=log.flush)
+) -> tuple[Engine, _Conn, _GroundTruth, LagRecorder]:
+    lags = LagRecorder()
+    engine = Engine(ServedModelConfig(gpu="h100-sxm", model="llama-3.2-3b"))
     conn, truth = _Conn(), _GroundTruth()
     ctx = ResponseContext(
         conn=conn,  # type: ignore[arg-type]
@@ -81,7 +90,7 @@ def _stream(
         word_offset=7,
         fault=None,
         ground_truth=truth,  # type: ignore[arg-type]
-        emission=log,
+        emission_lag=lags,
         keep_token_lags=False,
         extra_headers=[],
     )
@@ -93,11 +102,18 @@ def _stream(
         "arrival_ns": time.perf_counter_ns(),
     }
     response_class(ctx, seq_args).start()
+    return engine, conn, truth, lags
+
+
+def _stream(
+    response_class: type[StreamingResponse], shape: WireShape, target: int, max_tokens: int
+) -> tuple[bytes, _GroundTruth, LagRecorder]:
+    engine, conn, truth, lags = _response(response_class, shape, target, max_tokens)
     now = time.perf_counter_ns()
     while (end := engine.simulate_step(now)) is not None:
         now = end
     assert conn.finished == 1
-    return b"".join(conn.written), truth, log
+    return b"".join(conn.written), truth, lags
 
 
 SHAPES = {
@@ -109,17 +125,29 @@ SHAPES = {
 
 @pytest.mark.parametrize("api", sorted(SHAPES))
 @pytest.mark.parametrize(("target", "max_tokens"), [(1, 1), (2, 2), (5, 9), (120, 120)])
-def test_prebuilt_chunks_are_the_bytes_the_general_path_writes(
+def test_prepared_chunks_are_the_bytes_the_general_path_writes(
     api: str, target: int, max_tokens: int
 ) -> None:
-    fast, fast_truth, fast_log = _stream(StreamingResponse, SHAPES[api](), target, max_tokens)
-    general, _, _ = _stream(_AlwaysGeneralPath, SHAPES[api](), target, max_tokens)
+    fast, fast_truth, fast_lags = _stream(StreamingResponse, SHAPES[api](), target, max_tokens)
+    general, _, general_lags = _stream(_AlwaysGeneralPath, SHAPES[api](), target, max_tokens)
     assert fast == general
     assert fast.endswith(b"0\r\n\r\n") and fast.count(b"\r\n0\r\n\r\n") == 1
-    assert fast_log.recorder.n == target  # one lag per token, whichever path wrote it
-    assert not fast_log.written
+    assert fast_lags.n == general_lags.n == target  # one lag per token, whichever path
     (record,) = fast_truth.records
     assert record["completion_tokens"] == target
     assert record["finish_reason"] == ("length" if target == max_tokens else "stop")
     assert record["emit_lag_ms"]["n"] == target
     assert record["first_token_ts"] is not None and record["last_token_ts"] is not None
+
+
+def test_a_token_prepared_for_a_socket_that_closed_meanwhile_is_not_written() -> None:
+    engine, conn, _, lags = _response(StreamingResponse, SHAPES["chat"](), 5, 5)
+    now = time.perf_counter_ns()
+    for _ in range(2):  # prefill + first token, then the second token
+        now = engine.simulate_step(now) or now
+    written = len(conn.written)
+    plan = engine.plan_step(now)
+    assert plan is not None and plan.writes[0] is not None
+    conn.transport.closing = True  # the client left while the step ran
+    engine.finish_step(plan)
+    assert len(conn.written) == written and lags.n == 2

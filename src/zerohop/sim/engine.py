@@ -9,11 +9,13 @@ One asyncio task per engine loops over steps. Each step it schedules like vLLM V
 2. then, if nothing was preempted, waiting sequences are admitted (FCFS) while the
    token budget, `max_num_seqs`, free KV blocks and LoRA slots allow.
 
-The step's duration comes from the roofline (`profiles.Roofline`) plus LoRA costs; the
-task sleeps until the step's end (coarse timer, then a short busy-wait for precision),
-and then every sequence that sampled a token in the step hands it to its sink, which
-writes bytes to the socket at once. The lag between a step's modelled end and the
-actual write is measured per token: that is the sim's own emission error.
+The step's duration comes from the roofline (`profiles.Roofline`) plus LoRA costs. When
+the step is planned, each sequence's sink prepares the bytes of the token it will
+sample (`TokenSink.prepare_token`); the task then sleeps until the step's end (a
+timerfd, then a short busy-wait for precision) and writes the prepared tokens back to
+back (`write_prepared`). Only then does it update the sequences and hand each token to
+its sink. The lag between a step's modelled end and each write is measured per token:
+that is the sim's own emission error, and nothing but writes sits in front of it.
 """
 
 from __future__ import annotations
@@ -54,12 +56,46 @@ class EngineError(Exception):
         self.status = status
 
 
+PreparedWrite = tuple[Callable[[bytes], object], bytes, Callable[[], bool]]
+"""One token ready to go: (write, its bytes, is_closing) of the socket it goes to."""
+
+
 class TokenSink(Protocol):
     """Where a sequence's tokens go (the HTTP response of its request)."""
 
-    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None: ...
+    def prepare_token(self, seq: Sequence, finished: bool) -> PreparedWrite | None:
+        """The token `seq` samples in the step being planned, for the engine to write
+        the moment the step ends; None leaves the write to `on_token`."""
+        ...
+
+    def on_token(
+        self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
+    ) -> None:
+        """Token `seq.num_output` was sampled; `written_ns` is when the engine wrote its
+        prepared bytes (0: it did not, the sink writes now if it wants to)."""
+        ...
 
     def on_error(self, seq: Sequence, error: EngineError) -> None: ...
+
+
+class DetachedSink:
+    """The sink of a sequence whose response has ended: it takes nothing. Pointing a
+    finished sequence here breaks the sequence <-> response reference cycle, so both
+    are freed at once instead of piling up for a long garbage-collector pause."""
+
+    def prepare_token(self, seq: Sequence, finished: bool) -> None:
+        return None
+
+    def on_token(
+        self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
+    ) -> None:
+        return None
+
+    def on_error(self, seq: Sequence, error: EngineError) -> None:
+        return None
+
+
+DETACHED = DetachedSink()
 
 
 @dataclass(eq=False, slots=True)
@@ -100,6 +136,7 @@ class StepPlan:
     cost_s: float
     compute_s: float
     rx_bytes: float
+    writes: list[PreparedWrite | None]  # one per batch entry: the token it will write
 
     @property
     def end_ns(self) -> int:
@@ -190,7 +227,6 @@ class Engine:
         seed: int = 0,
         max_queue: int | None = None,
         timer_spin_us: int = 300,
-        after_writes: Callable[[int], None] | None = None,
     ) -> None:
         book = load_profiles()
         self.config = served
@@ -233,7 +269,6 @@ class Engine:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.stats = EngineStats()
-        self.after_writes = after_writes  # called with the step's end once its tokens are out
         self.wake_lag = LagRecorder()  # how late the step clock woke: the step's own error
         self.activity = GpuActivity(self.gpu, time.perf_counter_ns())
         self._last_end_ns = -1
@@ -316,8 +351,9 @@ class Engine:
             idle = False
             end = plan.end_ns
             await self.timer.sleep_until(end)
-            self.wake_lag.add_ns(clock() - end)
+            woke = clock()
             self.finish_step(plan)
+            self.wake_lag.add_ns(woke - end)
             step_start = end
 
     async def _wait_for_work(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -347,12 +383,13 @@ class Engine:
         batch, cost_s, compute_s, rx_bytes = self._schedule(now_ns)
         if not batch:
             return None
-        return StepPlan(now_ns, batch, cost_s, compute_s, rx_bytes)
+        return StepPlan(now_ns, batch, cost_s, compute_s, rx_bytes, _prepare_writes(batch))
 
     def finish_step(self, plan: StepPlan) -> None:
-        """The step's end: sample tokens and hand them to the sinks."""
+        """The step's end: write its tokens, then sample them and tell the sinks."""
         end = plan.end_ns
-        self._complete(plan.batch, end)
+        written = write_prepared(plan.writes)
+        self._complete(plan.batch, end, written)
         self.stats.steps_total += 1
         self.activity.record(
             end, plan.cost_s, plan.compute_s, plan.rx_bytes, 8.0 * len(plan.batch) + 4096
@@ -517,15 +554,17 @@ class Engine:
         seq.blocks = 0
 
     # --- step completion ----------------------------------------------------------------
-    def _complete(self, batch: list[tuple[Sequence, int, int]], end_ns: int) -> None:
-        """Sample this step's tokens and hand them to the sinks first (the writes are
-        what the emission lag measures); bookkeeping comes after the writes."""
+    def _complete(
+        self, batch: list[tuple[Sequence, int, int]], end_ns: int, written: list[int]
+    ) -> None:
+        """Sample this step's tokens (already written where prepared) and hand them to
+        the sinks, then the step's statistics."""
         prev_end = self._last_end_ns
         steady_itl = 0  # tokens whose previous token came from the previous step
         firsts: list[Sequence] = []
         finished_seqs: list[Sequence] = []
         other_itls: list[int] = []
-        for seq, _context, new in batch:
+        for (seq, _context, new), written_ns in zip(batch, written, strict=True):
             if seq.done:
                 continue  # aborted while the step ran
             computed = seq.num_computed + new
@@ -548,13 +587,11 @@ class Engine:
                 seq.done = True
                 seq.finish_reason = seq.planned_finish_reason
                 finished_seqs.append(seq)
-                seq.sink.on_token(seq, end_ns, True)
+                seq.sink.on_token(seq, end_ns, True, written_ns)
             else:
                 if n == seq.pause_after_tokens:
                     seq.paused_until_ns = end_ns + seq.pause_ns
-                seq.sink.on_token(seq, end_ns, False)
-        if self.after_writes is not None:
-            self.after_writes(end_ns)
+                seq.sink.on_token(seq, end_ns, False, written_ns)
         self._last_end_ns = end_ns
         stats = self.stats
         stats.generation_tokens_total += steady_itl + len(firsts) + len(other_itls)
@@ -578,6 +615,39 @@ class Engine:
         kv = self.pool.num_blocks * self.pool.block_size * self.model.kv_bytes_per_token / self.tp
         reserve = self.engine_config.non_kv_reserve_gib * 1024**3
         return min((weights + kv + reserve) / MIB, float(self.gpu.memory_mib))
+
+
+def _prepare_writes(batch: list[tuple[Sequence, int, int]]) -> list[PreparedWrite | None]:
+    """Ask each sequence that will sample a token in this step for its bytes now, while
+    the step runs, so that its end is nothing but writes."""
+    writes: list[PreparedWrite | None] = []
+    for seq, context, new in batch:
+        if context + new < seq.prompt_tokens + seq.num_output:
+            writes.append(None)  # a prefill chunk: no token this step
+        else:
+            finished = seq.num_output + 1 >= seq.target_output
+            writes.append(seq.sink.prepare_token(seq, finished))
+    return writes
+
+
+def write_prepared(writes: list[PreparedWrite | None]) -> list[int]:
+    """The step's end: every prepared token to its socket, back to back, and the time
+    each write returned (0: not written here). This loop is the emission lag; keep it
+    this small."""
+    clock = time.perf_counter_ns
+    stamps: list[int] = []
+    stamp = stamps.append
+    for prepared in writes:
+        if prepared is None:
+            stamp(0)
+            continue
+        write, data, is_closing = prepared
+        if is_closing():  # the client left while the step ran
+            stamp(0)
+            continue
+        write(data)
+        stamp(clock())
+    return stamps
 
 
 def _out_of_memory(seq: Sequence, pool: BlockPool) -> EngineError:

@@ -201,9 +201,15 @@ class HttpConnection(asyncio.Protocol):
             callback()
 
     # --- answering --------------------------------------------------------------------
+    @property
+    def writable(self) -> bool:
+        """False once the connection is lost or closing: a write would go nowhere."""
+        transport = self.transport
+        return transport is not None and not self.closed and not transport.is_closing()
+
     def write(self, data: bytes) -> None:
-        if not self.closed and self.transport is not None:
-            self.transport.write(data)
+        if self.writable:
+            self.transport.write(data)  # type: ignore[union-attr]
 
     def send(
         self,

@@ -2,8 +2,9 @@
 
 `StreamingResponse` writes one chunked-encoding chunk per token the moment the engine's
 step ends, and measures the emission lag (write time - the step's modelled end).
-Requests without a stream fault take the short path (`on_token`); the faulty ones take
-`_on_token_with_fault`, which is allowed to be slow. `BufferedResponse` answers
+Requests without a stream fault prepare each token's bytes when its step is planned
+(`prepare_token`) and the engine writes them; the faulty ones write in `on_token`
+(`_on_token_with_fault`), which is allowed to be slow. `BufferedResponse` answers
 non-streaming requests with one JSON body at the end.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from zerohop.records import INCOMPLETE_STREAM, OK, PROTOCOL_ERROR, stream_error_outcome
 from zerohop.sim.api_shapes import WireShape, error_body
-from zerohop.sim.engine import Engine, EngineError, Sequence
+from zerohop.sim.engine import DETACHED, Engine, EngineError, PreparedWrite, Sequence
 from zerohop.sim.faults import FaultSpec
 from zerohop.sim.ground_truth import GroundTruthLog
 from zerohop.sim.histograms import LagRecorder
@@ -28,24 +29,6 @@ _N_PIECES = len(WORD_PIECE_BYTES)
 _clock = time.perf_counter_ns
 MALFORMED_SSE_LINE = b"zerohop-malformed-line-without-field-separator\n\n"
 CANCELLED_OUTCOME = "cancelled"
-
-
-class EmissionLog:
-    """The emission lag of every token, noted after the step's writes.
-
-    A healthy stream's token only writes and stamps the time (`written`); the lag
-    bookkeeping for all of a step's tokens runs in `flush`, which the engine calls once
-    the step's writes are done, so it never delays a write.
-    """
-
-    def __init__(self) -> None:
-        self.recorder = LagRecorder()
-        self.written: list[_ResponseBase] = []
-
-    def flush(self, scheduled_ns: int) -> None:
-        for response in self.written:
-            response.note_lag(response.last_write_ns - scheduled_ns)
-        self.written.clear()
 
 
 @dataclass
@@ -62,7 +45,7 @@ class ResponseContext:
     word_offset: int
     fault: FaultSpec | None
     ground_truth: GroundTruthLog
-    emission: EmissionLog
+    emission_lag: LagRecorder
     keep_token_lags: bool
     extra_headers: list[tuple[bytes, bytes]]
 
@@ -95,7 +78,12 @@ class _ResponseBase:
         self.conn.on_lost = self._client_gone
         self.engine.submit(self.seq)
 
-    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+    def prepare_token(self, seq: Sequence, finished: bool) -> PreparedWrite | None:
+        return None
+
+    def on_token(
+        self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
+    ) -> None:
         raise NotImplementedError
 
     def on_error(self, seq: Sequence, error: EngineError) -> None:
@@ -106,15 +94,16 @@ class _ResponseBase:
             self.engine.abort(self.seq)
         self._record(CANCELLED_OUTCOME, status=200)
 
-    def _note_write(self, scheduled_ns: int) -> None:
-        now = time.perf_counter_ns()
+    def _note_write(self, scheduled_ns: int, written_ns: int = 0) -> None:
+        """A token went out at `written_ns` (0: just now)."""
+        now = written_ns or _clock()
         if self.first_write_ns is None:
             self.first_write_ns = now
         self.last_write_ns = now
         self.note_lag(now - scheduled_ns)
 
     def note_lag(self, lag: int) -> None:
-        self.ctx.emission.recorder.add_ns(lag)
+        self.ctx.emission_lag.add_ns(lag)
         self.lag_count += 1
         self.lag_sum_ns += lag
         if lag > self.lag_max_ns:
@@ -134,6 +123,8 @@ class _ResponseBase:
             return
         self.finished_record = True
         seq = self.seq
+        if seq.done:  # the engine is through with it: no cycle left for the collector
+            seq.sink = DETACHED
         gt = self.ctx.ground_truth
         arrival = seq.arrival_ns
         lags: Any
@@ -182,20 +173,17 @@ class _ResponseBase:
 class StreamingResponse(_ResponseBase):
     """SSE over chunked encoding, one chunk per token.
 
-    Every chunk a healthy stream writes is built before its step ends: the first at
-    `start`, the steady and last ones (`_build_chunks`) in a loop turn after the first
-    token. A step's writes are then one socket write each, which the emission lag
-    measures; faulty streams, and the rare token that comes before its bytes are
-    built, take `_on_token_slow`.
+    A healthy stream's token chunk is built when its step is planned
+    (`prepare_token`), so that the token costs one socket write at the step's end.
+    Built then, not cached per stream: a cache of every chunk of 500 streams is
+    megabytes, and reading it back cold made each write measurably slower
+    (tests/bench/bench_sim_emission.py). Faulty streams, and the token whose write the
+    engine skipped, take `_on_token_slow`.
     """
 
-    _chunks: list[bytes] | None = None
-    _first_chunk: bytes | None = None
-    _last_chunk: bytes | None = None
-    _transport_write: Callable[[bytes], None]
+    _socket: tuple[Callable[[bytes], object], Callable[[], bool]] | None = None
 
     def start(self) -> None:
-        self._written = self.ctx.emission.written.append
         head = self.conn.start_chunked(200, self.shape.content_type, self.ctx.extra_headers)
         events = self.shape.head_events()
         opening = head + (chunk(events) if events else b"")
@@ -208,8 +196,7 @@ class StreamingResponse(_ResponseBase):
             self.conn.write(opening)
             transport = self.conn.transport
             if self.fault_name is None and transport is not None:
-                self._transport_write = transport.write
-                self._first_chunk = self._token_chunk(0)
+                self._socket = (transport.write, transport.is_closing)
         super().start()
         fault = self.ctx.fault
         if fault is not None and fault.name == "drop_mid" and fault.integer("after") == 0:
@@ -257,43 +244,38 @@ class StreamingResponse(_ResponseBase):
             self.conn.write(data)
 
     # --- the hot path -------------------------------------------------------------
-    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
-        """One token: one pre-built chunk to the socket, and the time it was written."""
-        n = seq.num_output
+    def prepare_token(self, seq: Sequence, finished: bool) -> PreparedWrite | None:
+        """The next token's chunk, for the engine to write at the step's end."""
+        socket = self._socket
+        if socket is None or not self.conn.writable:
+            return None
+        n = seq.num_output + 1
         if finished:
-            data = self._last_chunk
-        elif n == 1:
-            data = self._first_chunk
+            data = self._final_chunk(n, seq.planned_finish_reason)
         else:
-            chunks = self._chunks
-            data = None if chunks is None else chunks[(self.offset + n - 1) % _N_PIECES]
-        if data is None or self.conn.closed:
+            data = self._token_chunk(n - 1)
+        return socket[0], data, socket[1]
+
+    def on_token(
+        self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
+    ) -> None:
+        if not written_ns:
             self._on_token_slow(seq, scheduled_ns, finished)
             return
-        self._transport_write(data)
-        now = self.last_write_ns = _clock()
-        if finished:  # noted now: the record, which holds the lags, may come before flush
-            self.note_lag(now - scheduled_ns)
+        self._note_write(scheduled_ns, written_ns)
+        if finished:
             self.conn.on_lost = None
             self.conn.turns.submit(self._finish_ok)
-            return
-        self._written(self)  # its lag is noted after the step's writes (EmissionLog)
-        if n == 1:
-            self.first_write_ns = now
-            self.conn.turns.submit(self._build_chunks)  # after this step's other writes
 
     def _on_token_slow(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
         if self.fault_name is not None:
             self._on_token_with_fault(seq, scheduled_ns, finished)
             return
-        if self.conn.closed:
+        if not self.conn.writable:
             return
-        index = seq.num_output - 1
         if not finished:
-            self._write(self._token_chunk(index))
+            self._write(self._token_chunk(seq.num_output - 1))
             self._note_write(scheduled_ns)
-            if index == 0:
-                self.conn.turns.submit(self._build_chunks)
             return
         self._write(self._final_chunk(seq.num_output, seq.finish_reason or "length"))
         self._note_write(scheduled_ns)
@@ -303,17 +285,6 @@ class StreamingResponse(_ResponseBase):
     def _finish_ok(self) -> None:
         self._record(OK, status=200)
         self.conn.finish()
-
-    def _build_chunks(self) -> None:
-        """Every steady token chunk of this response (one per word piece) and its last
-        chunk, framed, built once: after the first token, so they cost nothing before
-        the stream's latency-critical start."""
-        if self.fault_name is not None or self._pending is not None or self.conn.closed:
-            return
-        event = self.shape.token_event
-        self._chunks = [chunk(event(piece)) for piece in WORD_PIECE_BYTES]
-        seq = self.seq
-        self._last_chunk = self._final_chunk(seq.target_output, seq.planned_finish_reason)
 
     # --- faults and errors ---------------------------------------------------------
     def _on_token_with_fault(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
@@ -392,7 +363,9 @@ class StreamingResponse(_ResponseBase):
 class BufferedResponse(_ResponseBase):
     """A non-streaming request: one JSON body when the answer is complete."""
 
-    def on_token(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+    def on_token(
+        self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
+    ) -> None:
         if seq.num_output == 1:
             self.first_write_ns = None  # set at the real write below
         if not finished:
