@@ -176,9 +176,9 @@ class StreamingResponse(_ResponseBase):
     A healthy stream's token chunk is built when its step is planned
     (`prepare_token`), so that the token costs one socket write at the step's end.
     Built then, not cached per stream: a cache of every chunk of 500 streams is
-    megabytes, and reading it back cold made each write measurably slower
-    (tests/bench/bench_sim_emission.py). Faulty streams, and the token whose write the
-    engine skipped, take `_on_token_slow`.
+    megabytes, and reading it back cold makes each write slower
+    (tests/bench/bench_loopback_burst.py). Faulty streams, and any token the engine
+    did not write, take `_on_token_slow`, which builds and writes it on the spot.
     """
 
     _socket: tuple[Callable[[bytes], object], Callable[[], bool]] | None = None
