@@ -184,18 +184,17 @@ def predict(
     """Replay `arrivals` through the sim's scheduler with the fitted step cost;
     `cost_scale` < 1 models a faster device (every step cost scaled)."""
     from zerohop.sim.config import EngineConfig, ServedModelConfig
-    from zerohop.sim.engine import Engine, Sequence
+    from zerohop.sim.engine import NULL_SINK, Engine, Sequence
 
     served = ServedModelConfig(engine=EngineConfig(
         max_num_seqs=max_num_seqs, num_gpu_blocks=1_000_000, max_model_len=1_000_000))
     engine = Engine(served)
     engine.roofline = LinearStepCost(params, cost_scale, engine.roofline)  # type: ignore[assignment]
-    sink = _TimingSink()
     ordered = sorted(arrivals, key=lambda a: a.at_s)
     seqs = [
         Sequence(request_id=str(i), prompt_tokens=max(1, a.prompt_tokens),
                  target_output=max(1, a.output_tokens), max_tokens=max(1, a.output_tokens),
-                 sink=sink, arrival_ns=int(a.at_s * 1e9))
+                 sink=NULL_SINK, arrival_ns=int(a.at_s * 1e9))
         for i, a in enumerate(ordered)
     ]
     i, now = 0, seqs[0].arrival_ns if seqs else 0
@@ -239,19 +238,6 @@ class LinearStepCost:
                    + p.decode_ms_per_seq * decode + p.context_us_per_token * context / 1e3)
         seconds = cost_ms * self.scale / 1e3
         return seconds, seconds, 0.0
-
-
-class _TimingSink:
-    """Token times are kept on the Sequence itself; nothing to write."""
-
-    def prepare_token(self, seq: Any, finished: bool) -> None:
-        return None
-
-    def on_token(self, seq: Any, scheduled_ns: int, finished: bool, written_ns: int) -> None:
-        return None
-
-    def on_error(self, seq: Any, error: Any) -> None:
-        return None
 
 
 def what_if(

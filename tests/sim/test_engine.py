@@ -8,21 +8,18 @@ from dataclasses import dataclass, field
 import pytest
 
 from zerohop.sim.config import EngineConfig, LoraConfig, ServedModelConfig
-from zerohop.sim.engine import Engine, EngineError, Sequence
+from zerohop.sim.engine import Engine, EngineError, NullSink, Sequence
 
 pytestmark = pytest.mark.unit
 
 
 @dataclass
-class Collector:
-    """A TokenSink that remembers when each token was emitted."""
+class Collector(NullSink):
+    """A TokenSink that remembers when each token was emitted (it writes nothing)."""
 
     times: dict[str, list[int]] = field(default_factory=dict)
     finished: set[str] = field(default_factory=set)
     errors: dict[str, str] = field(default_factory=dict)
-
-    def prepare_token(self, seq: Sequence, finished: bool) -> None:
-        return None  # nothing to write: on_token records the step's time
 
     def on_token(
         self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int

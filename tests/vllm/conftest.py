@@ -39,10 +39,9 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer
     """A running vLLM CPU server serving model `tiny` and adapters a0..a3 (max 2 at once).
 
     With 2 or more CPUs the server is confined to the last one and this process (with
-    every thread and Locust process it starts) to the others, for the whole session.
-    With vLLM's own binding on a 2-core machine the tests' clients share a core with
-    its API server or its compute thread, and whole responses, /metrics scrapes
-    included, stall for tens of milliseconds at random (see test_vllm_planning.py).
+    every thread and Locust process it starts) to the others, for the whole session:
+    sharing a core with vLLM stalls whole responses, /metrics scrapes included (docs/
+    nightly-and-capacity.md, "Measure a curve that repeats").
     """
     probe = probe_env(setup=os.environ.get("ZEROHOP_VLLM_SETUP") == "1")
     if probe.env is None:

@@ -1,15 +1,10 @@
 """Sweep, capacity and calibration against a real vLLM CPU server (the `vllm` tier).
 
 Calibration (issue 9): fitted on part of a vLLM-CPU sweep, the model must predict the
-held-out points' p50 TTFT and TPOT within 20 %. That needs a server whose curve repeats.
-With vLLM's default CPU binding on a 2-core machine it does not: vLLM binds its compute
-thread to one core and runs its API server and engine loop on the other, so the load
-generator shares a core with one of them, and at 8-24 req/s 28-47 % of the responses
-came 65-80 ms late instead of ~10 ms (a raw socket client got such responses whole: one
-read holding the headers and every token). p50 TTFT then jumped between 9 and 141 ms
-from point to point and the held-out error was 104-120 %. So the `vllm_server` fixture
-confines vLLM to the last CPU and runs the load generator (this process and its Locust
-children) on the others.
+held-out points' p50 TTFT and TPOT within 20 %. That needs a server whose curve repeats,
+which vLLM's default CPU binding on a 2-core machine does not give (figures: docs/
+nightly-and-capacity.md, "Measure a curve that repeats"); the `vllm_server` fixture
+confines vLLM to the last CPU and runs the load generator on the others.
 """
 
 from __future__ import annotations

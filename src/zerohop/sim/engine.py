@@ -78,10 +78,11 @@ class TokenSink(Protocol):
     def on_error(self, seq: Sequence, error: EngineError) -> None: ...
 
 
-class DetachedSink:
-    """The sink of a sequence whose response has ended: it takes nothing. Pointing a
-    finished sequence here breaks the sequence <-> response reference cycle, so both
-    are freed at once instead of piling up for a long garbage-collector pause."""
+class NullSink:
+    """A sink that takes nothing: for offline runs that read the token times off the
+    Sequence, and for a sequence whose response has ended (`NULL_SINK`), which breaks the
+    sequence <-> response reference cycle so both are freed at once instead of piling
+    up for a long garbage-collector pause."""
 
     def prepare_token(self, seq: Sequence, finished: bool) -> None:
         return None
@@ -95,7 +96,7 @@ class DetachedSink:
         return None
 
 
-DETACHED = DetachedSink()
+NULL_SINK = NullSink()
 
 
 @dataclass(eq=False, slots=True)

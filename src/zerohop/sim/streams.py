@@ -18,7 +18,7 @@ from typing import Any
 
 from zerohop.records import INCOMPLETE_STREAM, OK, PROTOCOL_ERROR, stream_error_outcome
 from zerohop.sim.api_shapes import WireShape, error_body
-from zerohop.sim.engine import DETACHED, Engine, EngineError, PreparedWrite, Sequence
+from zerohop.sim.engine import NULL_SINK, Engine, EngineError, PreparedWrite, Sequence
 from zerohop.sim.faults import FaultSpec
 from zerohop.sim.ground_truth import GroundTruthLog
 from zerohop.sim.histograms import LagRecorder
@@ -124,7 +124,7 @@ class _ResponseBase:
         self.finished_record = True
         seq = self.seq
         if seq.done:  # the engine is through with it: no cycle left for the collector
-            seq.sink = DETACHED
+            seq.sink = NULL_SINK
         gt = self.ctx.ground_truth
         arrival = seq.arrival_ns
         lags: Any

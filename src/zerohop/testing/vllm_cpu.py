@@ -185,11 +185,8 @@ def start_vllm(
     tail when the server dies or is not healthy in `startup_timeout_s`.
 
     `cpus`: confine the whole server (API server, engine core, its OpenMP threads) to
-    these CPUs, so a load generator on the others does not share a core with it. By
-    default vLLM binds its compute thread to one core and runs the API server beside
-    anything else; on a 2-core machine a load generator then shares a core with one of
-    them and responses stall for tens of milliseconds at random (see
-    tests/vllm/test_vllm_planning.py).
+    these CPUs, so a load generator on the others does not share a core with it (why:
+    docs/nightly-and-capacity.md, "Measure a curve that repeats").
     """
     chosen_port = port or _free_loopback_port()
     adapters = dict(lora_adapters or {})
