@@ -2,8 +2,10 @@
 
 Each entry point runs one microbenchmark once through `benchmark.pedantic` (the
 host-side wall time of the whole run is what pytest-benchmark times) and puts the
-GPU-timed figures in `benchmark.extra_info`, so `--benchmark-json` carries them.
-The preset comes from ZEROHOP_MICROBENCH_PLAN (full, quick, smoke; default quick).
+GPU-timed figures in `benchmark.extra_info`, so `--benchmark-json` carries them; it
+fails unless the benchmark is ok and its figures are plausible
+(`zerohop.microbench.plausibility`). The preset comes from ZEROHOP_MICROBENCH_PLAN
+(full, quick, smoke; default quick).
 """
 
 from __future__ import annotations
@@ -16,15 +18,21 @@ import pytest
 
 from zerohop.microbench.gpu_env import cuda_unavailable_reason
 from zerohop.microbench.plan import Plan, get_plan
+from zerohop.microbench.plausibility import plausibility_violations
 from zerohop.microbench.runner import run_benchmarks
 from zerohop.microbench.schema import MicrobenchResult
 
 
 @pytest.fixture(scope="session")
 def require_cuda() -> None:
+    """Skips without CUDA, unless ZEROHOP_REQUIRE_GPU=1 (microbench/run_on_gpu.sh): then
+    a missing CuPy or device fails instead of passing as skipped."""
     reason = cuda_unavailable_reason()
     if reason is not None:
-        pytest.skip(f"needs a CUDA device and CuPy: {reason}")
+        message = f"needs a CUDA device and CuPy: {reason}"
+        if os.environ.get("ZEROHOP_REQUIRE_GPU") == "1":
+            pytest.fail(f"ZEROHOP_REQUIRE_GPU=1 but {message}", pytrace=False)
+        pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
@@ -58,6 +66,8 @@ def run_one(
             benchmark.extra_info["curve"] = [p.model_dump() for p in bench.curve]
             benchmark.extra_info["pcie"] = env.pcie.model_dump()
         assert bench.status == "ok", bench.reason
+        violations = plausibility_violations(result)
+        assert violations == [], "implausible figures:\n" + "\n".join(map(str, violations))
         return result
 
     return run

@@ -5,20 +5,26 @@
 #
 # Steps, each under its own time limit, each running whatever the previous one did:
 #   0. install the wheels carried in .whl/ (microbench/fetch_wheels.sh makes them) into
-#      /tmp/site and put it, and src/, on PYTHONPATH
+#      /tmp/site and put it, and src/, on PYTHONPATH; then NVRTC for the kernel-compile
+#      tests: a carried nvidia_cuda_nvrtc-*.whl goes apart into /tmp/nvrtc (CuPy keeps
+#      the copy it has); without one, the machine's own (the image has nvidia-cuda-nvrtc;
+#      tests/microbench/nvrtc.py says where it looks) is used. ZEROHOP_NVRTC_LIB names it.
 #   1. environment: nvidia-smi, nvidia-smi -q, Python/CuPy/NVML versions
 #   2. `zerohop microbench --quick`: launch, ring and PCIe (ZEROHOP_MB_PLAN=full for the
 #      1 GiB sweep)
 #   3. a short end-to-end run (embedded target + Locust, ~45 s) with NVML telemetry;
 #      nvidia-smi samples the GPU alongside, independently of zerohop's sampler
 #   4. `zerohop report` on the end-to-end run folder (with the microbench JSON copied in)
-#   5. the GPU tests and the pytest-benchmark entry points (smoke preset)
+#   5. the GPU tests (real-GPU checks with plausible ranges, NVRTC compile and fence checks)
+#      and the pytest-benchmark entry points (smoke preset), with ZEROHOP_REQUIRE_GPU=1:
+#      a test that would skip (no CuPy, no device, no NVRTC) fails instead
 # Everything lands in OUT_DIR as at most 7 flat files (the device tool returns <= 8):
 #   run_on_gpu.log, summary.txt (the microbench table and goals), microbench-<gpu>.json,
 #   environment.txt, report.html, pytest-benchmark.json, results.tar.gz (all run folders,
 #   the nvidia-smi samples, pytest output).
 # Overrides: ZEROHOP_E2E_CMD (a whole command for step 3), ZEROHOP_E2E_DURATION (45s),
-# ZEROHOP_BUDGET_S (450: the total the steps' limits are cut to), PYTHON (python3).
+# ZEROHOP_BUDGET_S (450: the total the steps' limits are cut to), PYTHON (python3),
+# ZEROHOP_NVRTC_LIB (a libnvrtc.so to compile with).
 set -uo pipefail  # no -e: a failing step must not stop the next
 
 OUT="${1:?usage: bash microbench/run_on_gpu.sh OUT_DIR}"
@@ -35,6 +41,7 @@ main() {
   results="$work/results"
   mkdir -p "$results"
   export PYTHONUNBUFFERED=1
+  export ZEROHOP_REQUIRE_GPU=1  # GPU tests fail rather than skip (tests/microbench/conftest.py)
   local t0=$SECONDS
   local -a failed=()
 
@@ -54,16 +61,43 @@ main() {
 
   # --- 0. wheels ---------------------------------------------------------------------------
   step "0. install carried wheels"
-  if compgen -G ".whl/*.whl" > /dev/null; then
+  local -a wheels=() nvrtc_wheels=()
+  local w
+  for w in .whl/*.whl; do
+    [[ -f "$w" ]] || continue
+    case "${w##*/}" in
+      nvidia_cuda_nvrtc-*) nvrtc_wheels+=("$w") ;;
+      *) wheels+=("$w") ;;
+    esac
+  done
+  if (( ${#wheels[@]} )); then
     run_limited 120 "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-      --upgrade --target /tmp/site .whl/*.whl
+      --upgrade --target /tmp/site "${wheels[@]}"
     note_rc $? "wheel install"
     export PYTHONPATH="$ROOT/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
   else
-    echo "no .whl/ here: using what the machine has"
+    echo "no wheels in .whl/ to install: using what the machine has"
     export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
   fi
   echo "PYTHONPATH=$PYTHONPATH"
+  step "0b. NVRTC for the kernel-compile tests"
+  if (( ${#nvrtc_wheels[@]} )) && [[ -z "${ZEROHOP_NVRTC_LIB:-}" ]]; then
+    run_limited 120 "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --upgrade --target /tmp/nvrtc "${nvrtc_wheels[0]}"
+    note_rc $? "NVRTC wheel install"
+    local lib
+    lib="$(ls /tmp/nvrtc/nvidia/*/lib/libnvrtc.so* 2>/dev/null | grep -v -e builtins -e '\.alt\.' | head -1)"
+    [[ -n "$lib" ]] && export ZEROHOP_NVRTC_LIB="$lib"
+  fi
+  local nvrtc_lib
+  nvrtc_lib="$(run_limited 60 "$py" tests/microbench/nvrtc.py)"
+  if [[ -n "$nvrtc_lib" ]]; then
+    export ZEROHOP_NVRTC_LIB="$nvrtc_lib"
+    echo "ZEROHOP_NVRTC_LIB=$ZEROHOP_NVRTC_LIB"
+  else
+    echo "no libnvrtc found: the kernel-compile tests will fail (ZEROHOP_REQUIRE_GPU=1)"
+    failed+=("NVRTC: not found")
+  fi
 
   # --- 1. environment ----------------------------------------------------------------------
   step "1. environment"
@@ -181,7 +215,8 @@ print(gpu_slug(json.load(open(sys.argv[1]))["environment"]["gpu_name"]))' "$mb_j
   echo
   echo "=== microbench summary"
   cat "$OUT/summary.txt" 2>/dev/null
-  [[ -n "$mb_json" ]]  # the exit status: 0 when the microbench JSON exists
+  # the exit status: 0 only when the microbench JSON exists and no step failed
+  [[ -n "$mb_json" ]] && (( ${#failed[@]} == 0 ))
 }
 
 main "$@" 2>&1 | tee "$OUT/run_on_gpu.log"

@@ -81,6 +81,7 @@ def build_record(
     record.sent_ts = anchor.wall_s(ex.sent_ns)
     record.end_ts = anchor.wall_s(ex.end_ns)
     record.http_status = ex.status
+    record.server_timing = rec.truncate_message(ex.headers.get("server-timing"))
     if scheduled_perf_ns is not None:
         record.scheduled_ts = anchor.wall_s(scheduled_perf_ns)
         record.schedule_lag_ms = (ex.sent_ns - scheduled_perf_ns) / NS_PER_MS
@@ -121,6 +122,23 @@ def retry_after_s(value: str | None, *, now: float | None = None) -> float | Non
     if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def server_timing_ms(value: str | None, name: str) -> float | None:
+    """The `dur` of entry `name` in a Server-Timing header (W3C: `name;dur=ms;desc=...`,
+    entries comma-separated); None when absent or unreadable."""
+    for entry in (value or "").split(","):
+        parts = [p.strip() for p in entry.split(";")]
+        if parts[0] != name:
+            continue
+        for param in parts[1:]:
+            key, _, raw = param.partition("=")
+            if key.strip().lower() == "dur":
+                try:
+                    return float(raw.strip().strip('"'))
+                except ValueError:
+                    return None
+    return None
 
 
 def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | None) -> _Decoded:
@@ -176,12 +194,16 @@ def _fill_timings(
 
 def _fill_tokens(record: RequestRecord, d: _Decoded) -> None:
     usage = d.usage
-    if usage is not None and usage.output_tokens is not None:
+    counted = sum(t if t is not None else 1 for t in d.content_tokens)
+    record.counted_output_tokens = counted
+    # a usage of 0 beside delivered content is a server that does not count: ignore it
+    if usage is not None and usage.output_tokens is not None and (
+        usage.output_tokens > 0 or counted == 0
+    ):
         record.output_tokens, record.token_source = usage.output_tokens, "usage"
     else:
-        counted = sum(t if t is not None else 1 for t in d.content_tokens)
         record.output_tokens, record.token_source = counted, "counted"
-    if usage is not None and usage.input_tokens is not None:
+    if usage is not None and usage.input_tokens:  # no prompt is 0 tokens: 0 = not counted
         record.input_tokens = usage.input_tokens
     if (
         record.e2e_ms is not None

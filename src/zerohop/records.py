@@ -109,6 +109,10 @@ class RequestRecord:
     input_tokens: int | None = None
     output_tokens: int | None = None
     token_source: str | None = None  # "usage" (server-reported) or "counted"
+    counted_output_tokens: int | None = None  # the client's own count: events × tokens each
+    # how the prompt was sized: usage (calibrated on the target's counts), estimate
+    # (the target's counts were unusable), token_ids (exact by construction)
+    prompt_token_source: str | None = None
     target_input_tokens: int | None = None
     max_tokens: int | None = None
     # errors
@@ -120,6 +124,8 @@ class RequestRecord:
     attempt: int = 1
     # ground truth from the embedded target, when it tells (server-side TTFT etc.)
     server_ttft_ms: float | None = None
+    # the response's W3C Server-Timing header as sent (a layer's or gateway's own cost)
+    server_timing: str | None = None
     # client policy (policy.py): the attempt's own facts, then the logical request's,
     # which are set on its final attempt only (final_outcome is None on the others)
     retry_after_s: float | None = None  # the response's Retry-After header, in seconds

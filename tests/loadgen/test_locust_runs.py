@@ -116,11 +116,13 @@ load: {kind: open, rate_rps: 30, arrival: {type: poisson}}
     assert res.returncode in (0, 1), res.stderr[-3000:]
     df = pd.read_parquet(only_run_dir(tmp_path / "r") / "requests.parquet")
     assert len(df) > 200
-    assert df.schedule_lag_ms.quantile(0.99) < 50.0
     ok = df[df.outcome == "ok"].sort_values("scheduled_ts")
     assert len(ok) > 20
     first, last = np.array_split(ok.ttft_from_schedule_ms.to_numpy(), 2)
     assert np.median(last) > 2 * np.median(first)
+    # the wait is the server's, not the sender's: against the queueing this run measured
+    # (seconds by the end), the sends stayed on schedule — a machine-relative bound
+    assert df.schedule_lag_ms.quantile(0.99) < 0.05 * np.median(last)
 
 
 def _free_port() -> int:

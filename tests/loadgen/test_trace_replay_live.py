@@ -45,4 +45,5 @@ load: {{kind: trace, max_in_flight: 2000}}
     rho = np.corrcoef(ours[:-1], theirs[:-1])[0, 1]
     print(f"per-second arrivals: {len(sent)} sent vs {len(offsets)} in the trace, rho={rho:.4f}")
     assert rho >= 0.95, rho
-    assert sent.schedule_lag_ms.quantile(0.99) < 100
+    # sends land in the trace's own second: lag well under the 1 s bins checked above
+    assert sent.schedule_lag_ms.quantile(0.99) < 0.1 * 1000

@@ -1,63 +1,29 @@
 """The CUDA C kernels compile with NVRTC for Hopper (sm_90) and say what the host expects.
 
-NVRTC needs no GPU, only its library: this runs wherever `libnvrtc` can be found (the
-`nvidia-cuda-nvrtc` wheel, a CUDA toolkit, or ZEROHOP_NVRTC_LIB=/path/libnvrtc.so) and
-skips elsewhere. It checks the source compiles without warnings, every kernel exists, and
-the loads and stores that talk to the host are volatile and fenced at system scope.
+NVRTC needs no GPU, only its library (found by tests/microbench/nvrtc.py: the
+`nvidia-cuda-nvrtc` wheel, a CUDA toolkit, CuPy's own copy, or ZEROHOP_NVRTC_LIB=/path);
+the GPU script (microbench/run_on_gpu.sh) finds it and runs these with
+ZEROHOP_REQUIRE_GPU=1, where a missing library fails instead of skipping. Checked: the
+source compiles without warnings, every kernel exists, host-visible words are read with
+volatile loads, and in the PTX every ack store is fenced at system scope after the
+payload it vouches for (test_kernel_fences.py checks the same rule on the source, on any
+machine). The mutated sources show the PTX check fails on real compiler output.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import glob
-import os
 import re
-import sys
 
 import pytest
 
+from tests.microbench.fence_order import mutated_source, ptx_fence_problems
+from tests.microbench.nvrtc import compile_ptx, compile_source, find_nvrtc, load_nvrtc
 from zerohop.microbench.kernels import KERNEL_NAMES, SOURCE
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.gpu
 
-
-def find_nvrtc() -> str | None:
-    explicit = os.environ.get("ZEROHOP_NVRTC_LIB")
-    if explicit:
-        return explicit
-    for base in sys.path:
-        for pattern in ("nvidia/cu*/lib/libnvrtc.so*", "nvidia/cuda_nvrtc/lib/libnvrtc.so*"):
-            hits = sorted(p for p in glob.glob(os.path.join(base, pattern)) if "builtins" not in p)
-            if hits:
-                return hits[0]
-    return ctypes.util.find_library("nvrtc")
-
-
-def compile_source(lib: ctypes.CDLL, arch: str) -> tuple[str, bytes]:
-    """(log, output): PTX text for compute_XX, cubin bytes for sm_XX."""
-    prog = ctypes.c_void_p()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), SOURCE.encode(), b"zh.cu", 0, None,
-                                  None) == 0
-    try:
-        options = (ctypes.c_char_p * 1)(f"--gpu-architecture={arch}".encode())
-        rc = lib.nvrtcCompileProgram(prog, 1, options)
-        size = ctypes.c_size_t()
-        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        log = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetProgramLog(prog, log)
-        assert rc == 0, log.value.decode()
-        if arch.startswith("compute_"):
-            lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
-            out = ctypes.create_string_buffer(size.value)
-            lib.nvrtcGetPTX(prog, out)
-        else:
-            lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-            out = ctypes.create_string_buffer(size.value)
-            lib.nvrtcGetCUBIN(prog, out)
-        return log.value.decode().strip(), out.raw
-    finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+ACK_KERNELS = {"zh_ring_consumer", "zh_ack_from_args", "zh_ack_from_device"}
 
 
 @pytest.fixture(scope="module")
@@ -65,26 +31,42 @@ def nvrtc() -> ctypes.CDLL:
     path = find_nvrtc()
     if path is None:
         pytest.skip("libnvrtc not found (pip install nvidia-cuda-nvrtc, or ZEROHOP_NVRTC_LIB)")
-    return ctypes.CDLL(path)
+    return load_nvrtc(path)
+
+
+@pytest.fixture(scope="module")
+def ptx(nvrtc: ctypes.CDLL) -> str:
+    return compile_ptx(nvrtc, SOURCE)
+
+
+def _entry(ptx: str, name: str) -> str:
+    match = re.search(rf"\.entry {name}\((.*?)\n}}\n", ptx, re.S)
+    assert match is not None, f"no .entry {name} in the PTX"
+    return match.group(1)
 
 
 def test_kernels_compile_to_sm90_cubin_without_warnings(nvrtc: ctypes.CDLL) -> None:
-    log, cubin = compile_source(nvrtc, "sm_90")
+    log, cubin = compile_source(nvrtc, SOURCE, "sm_90")
     assert log == ""
     assert cubin[:4] == b"\x7fELF"
 
 
-def test_ptx_has_every_kernel_and_system_scope_ordering(nvrtc: ctypes.CDLL) -> None:
-    _, raw = compile_source(nvrtc, "compute_90")
-    ptx = raw.rstrip(b"\0").decode()
+def test_ptx_has_every_kernel_and_volatile_polls(ptx: str) -> None:
     for name in KERNEL_NAMES:
         assert f".entry {name}(" in ptx
-    consumer = re.search(r"\.entry zh_ring_consumer\((.*?)\n}\n", ptx, re.S)
-    assert consumer is not None
-    body = consumer.group(1)
-    assert "ld.volatile.global.u64" in body  # polls re-read host memory
-    # the ack (word 8 = byte 64) is stored after a system-scope fence
-    ack = body.index("[%rd4+64]") if "[%rd4+64]" in body else body.rindex("+64]")
-    assert "membar.sys" in body[:ack] or "fence.sc.sys" in body[:ack]
-    gate = re.search(r"\.entry zh_gate\((.*?)\n}\n", ptx, re.S)
-    assert gate is not None and "ld.volatile.global.u32" in gate.group(1)
+    assert "ld.volatile.global.u64" in _entry(ptx, "zh_ring_consumer")  # polls re-read
+    assert "ld.volatile.global.u32" in _entry(ptx, "zh_gate")
+
+
+def test_ptx_fences_every_ack_after_its_payload(ptx: str) -> None:
+    problems = ptx_fence_problems(ptx)
+    assert set(problems) == ACK_KERNELS  # every kernel that acks was found in the PTX
+    assert problems == {name: [] for name in ACK_KERNELS}
+
+
+@pytest.mark.parametrize("mutation", ["fence moved after the ack", "fence removed"])
+def test_ptx_check_catches_a_misplaced_fence(nvrtc: ctypes.CDLL, mutation: str) -> None:
+    problems = ptx_fence_problems(compile_ptx(nvrtc, mutated_source(SOURCE, mutation)))
+    assert set(problems) == ACK_KERNELS
+    for name in ACK_KERNELS:
+        assert problems[name], f"{mutation}: the PTX of {name} passed"

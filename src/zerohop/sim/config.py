@@ -147,7 +147,8 @@ class SimConfig(StrictModel):
     faults: dict[str, FaultRule] = Field(default_factory=dict)
     ground_truth: Path | None = None
     ground_truth_token_lags: bool = Field(
-        default=False, description="Write every token's emission lag into the ground truth"
+        default=False,
+        description="Write every token's emission lag and write time into the ground truth",
     )
     timer_spin_us: int = Field(
         default=300, ge=0, description="Busy-wait this close to a step's end for a precise wake"

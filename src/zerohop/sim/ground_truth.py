@@ -14,7 +14,8 @@ prompt_tokens, completion_tokens, outcome (the zerohop outcome taxonomy, as a co
 client should classify it), http_status, error_type, finish_reason, fault,
 server_ttft_ms (first_token_ts - arrival_ts), server_e2e_ms, queue_ms, preemptions,
 max_emission_lag_ms, emit_lag_ms ({mean, p50, p99, max} or, with token lags enabled,
-the list of every token's lag).
+the list of every token's lag), token_ts (with token lags enabled: every token's write
+time, for checking a client's inter-token latencies token by token).
 """
 
 from __future__ import annotations

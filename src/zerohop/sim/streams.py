@@ -64,6 +64,7 @@ class _ResponseBase:
         self.lag_sum_ns = 0
         self.lag_max_ns = 0
         self.token_lags_us: list[int] | None = [] if ctx.keep_token_lags else None
+        self.token_writes_ns: list[int] | None = [] if ctx.keep_token_lags else None
         self.finished_record = False
         fault = ctx.fault
         self.fault_name = fault.name if fault is not None else None
@@ -100,6 +101,8 @@ class _ResponseBase:
         if self.first_write_ns is None:
             self.first_write_ns = now
         self.last_write_ns = now
+        if self.token_writes_ns is not None:
+            self.token_writes_ns.append(now)
         self.note_lag(now - scheduled_ns)
 
     def note_lag(self, lag: int) -> None:
@@ -166,6 +169,8 @@ class _ResponseBase:
                 "preemptions": seq.preemptions,
                 "max_emission_lag_ms": round(self.lag_max_ns / 1e6, 4) if self.lag_count else None,
                 "emit_lag_ms": lags,
+                "token_ts": (None if self.token_writes_ns is None
+                             else [gt.wall_s(ns) for ns in self.token_writes_ns]),
             }
         )
 
