@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sweep": "zerohop.sweep:sweep_command",
     "capacity": "zerohop.capacity:capacity_command",
     "nightly": "zerohop.nightly:nightly_command",
+    "locustfile": "zerohop.shipped.cli:locustfile_command",
 }
 
 EXIT_BAD_INPUT = 2

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
-EMBEDDED_TARGET_CONFIG = Path(__file__).resolve().parent / "data" / "embedded_target.yaml"
+EMBEDDED_TARGET_CONFIG = resources.files("zerohop") / "data" / "embedded_target.yaml"
 
 
 def start_embedded_target(extra_args: Sequence[str] = (), **kwargs: Any) -> Any:

@@ -1,6 +1,7 @@
-"""Jinja2 rendering of a self-contained page: templates from `report_templates/`,
-the chart library and the page script embedded inline exactly once, data as escaped
-JSON, and a Content-Security-Policy that allows only those scripts (by hash).
+"""Jinja2 rendering of a self-contained page: templates from `report_templates/` (shipped
+in the package as `zerohop.shipped.report_templates`), the chart library and the page
+script embedded inline exactly once, data as escaped JSON, and a Content-Security-Policy
+that allows only those scripts (by hash).
 
 Autoescaping is on for every template, so any text from a run — error messages,
 adapter names, config values — is shown as text. The only strings inserted unescaped
@@ -30,7 +31,7 @@ STATIC_STYLES: tuple[str, ...] = ("uPlot.min.css", "report.css")
 
 
 class TemplatesNotFoundError(RuntimeError):
-    """The report_templates folder is not where this installation expects it."""
+    """The report templates are not installed (or not where $ZEROHOP_REPORT_TEMPLATES says)."""
 
 
 @dataclass(frozen=True)
@@ -80,17 +81,21 @@ def write_atomically(path: Path, text: str) -> Path:
 
 
 def templates_dir() -> Path:
-    """`$ZEROHOP_REPORT_TEMPLATES`, else `report_templates/` at the repository root."""
+    """`$ZEROHOP_REPORT_TEMPLATES`, else the installed package's `report_templates/`."""
+    from zerohop.shipped import ShippedFilesError, report_templates_dir
+
     override = os.environ.get(TEMPLATES_ENV)
-    candidates = [Path(override)] if override else []
-    candidates.append(Path(__file__).resolve().parents[3] / "report_templates")
-    for candidate in candidates:
-        if (candidate / "report.html.j2").is_file():
-            return candidate
-    tried = ", ".join(str(c) for c in candidates)
-    raise TemplatesNotFoundError(
-        f"report templates not found (looked in {tried}); set {TEMPLATES_ENV}"
-    )
+    if override:
+        if not (Path(override) / "report.html.j2").is_file():
+            raise TemplatesNotFoundError(f"{TEMPLATES_ENV}={override}: no report.html.j2 there")
+        return Path(override)
+    try:
+        shipped = report_templates_dir()
+    except ShippedFilesError as exc:
+        raise TemplatesNotFoundError(f"report templates not found: {exc}") from None
+    if not (shipped / "report.html.j2").is_file():
+        raise TemplatesNotFoundError(f"report templates not found: no report.html.j2 in {shipped}")
+    return shipped
 
 
 def load_assets() -> Assets:

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import zerohop
 from zerohop.records import ClockAnchor
 from zerohop.telemetry.agent import AgentConfig, TelemetryAgent
 from zerohop.telemetry.loadgen import (
@@ -57,7 +58,7 @@ class TelemetryRecorder:
     def __init__(self, sources: Sequence[SourceSpec], out_dir: Path, *,
                  anchor: ClockAnchor | None = None,
                  mode: Literal["process", "thread"] = "process",
-                 nvml_api: NvmlApi | None = None) -> None:
+                 nvml_api: NvmlApi | None = None, defer_loop_lag: bool = False) -> None:
         for source in sources:
             if isinstance(source, PromSource) and source.url is None:
                 raise ValueError("telemetry: `prom` without a URL: resolve it with "
@@ -78,6 +79,7 @@ class TelemetryRecorder:
         self._remote_sink: SampleSink | None = None
         self.started = False
         self.stopped = False
+        self.defer_loop_lag = defer_loop_lag  # the caller starts the probe: start_loop_lag
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -90,8 +92,25 @@ class TelemetryRecorder:
                 self._start_thread_agent(self.sources)
             else:
                 self._start_child_agent(self.sources)
-        if self._loadgen is not None and self._loadgen.loop_lag:
+        if not self.defer_loop_lag:
+            self.start_loop_lag()
+
+    def start_loop_lag(self) -> None:
+        """Start the event-loop lag probe (on this thread's hub). With `defer_loop_lag`
+        the run calls it when its measured window begins: the set-up before (reading
+        traces, planning, imports) holds the hub but delays no request."""
+        if self._probe is None and not self.stopped and self._loadgen is not None \
+                and self._loadgen.loop_lag:
             self._start_lag_probe()
+
+    def stop_loop_lag(self) -> None:
+        """End the probe when the measured window ends (stop() does it otherwise)."""
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            rows = probe.stop()
+            if self._probe_sink is not None:
+                self._probe_sink.add(rows)
+                self._probe_sink.close()
 
     def add_loadgen_process(self, pid: int) -> None:
         """Sample another local load-generator process (e.g. a `--processes` worker)
@@ -114,12 +133,8 @@ class TelemetryRecorder:
     def stop(self) -> Path:
         """Stop every source, flush, write and return `out_dir/telemetry.parquet`."""
         if not self.stopped:
+            self.stop_loop_lag()
             self.stopped = True
-            if self._probe is not None:
-                rows = self._probe.stop()
-                if self._probe_sink is not None:
-                    self._probe_sink.add(rows)
-                    self._probe_sink.close()
             if self._agent is not None:
                 self._agent.stop(STOP_TIMEOUT_S)
             if self._child is not None:
@@ -150,8 +165,9 @@ class TelemetryRecorder:
             loadgen_pids=self._pids,
         )
         env = dict(os.environ)
-        src_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (src_root, env.get("PYTHONPATH")) if p)
+        # the folder this process imported zerohop from, so the child runs the same code
+        import_root = str(Path(next(iter(zerohop.__path__))).parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (import_root, env.get("PYTHONPATH")) if p)
         self._child = subprocess.Popen(
             [sys.executable, "-m", "zerohop.telemetry.agent"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
