@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from zerohop.openai_chunks import logprob_count, tool_call_text
 from zerohop.records import truncate_message
 from zerohop.sse import SSEEvent
 
@@ -292,14 +293,14 @@ class OpenAIChatAdapter(_OpenAIBase):
         reasoning = _optional_str(delta, "reasoning_content", self.name) or _optional_str(
             delta, "reasoning", self.name
         )
-        if not content and not reasoning:
+        tool_text = tool_call_text(delta)  # a tool call's arguments (openai_chunks.py)
+        if not content and not reasoning and not tool_text:
             return  # role-only, finish-reason-only and empty chunks carry no content
-        tokens = _logprob_count(choice, "content") if choice.get("logprobs") else None
-        if reasoning:
-            items.append(ContentDelta(reasoning, tokens))
-            tokens = None  # the count belongs to the chunk: attach it once
-        if content:
-            items.append(ContentDelta(content, tokens))
+        tokens = logprob_count(choice, "content") if choice.get("logprobs") else None
+        for text in (reasoning, content, tool_text):
+            if text:
+                items.append(ContentDelta(text, tokens))
+                tokens = None  # the count belongs to the chunk: attach it once
 
     def _response_texts(self, choice: dict[str, Any]) -> list[str]:
         message = choice.get("message")
@@ -335,7 +336,7 @@ class OpenAICompletionsAdapter(_OpenAIBase):
     def _choice_items(self, choice: dict[str, Any], items: list[StreamItem]) -> None:
         text = _optional_str(choice, "text", self.name)
         if text:
-            tokens = _logprob_count(choice, "tokens") if choice.get("logprobs") else None
+            tokens = logprob_count(choice, "tokens") if choice.get("logprobs") else None
             items.append(ContentDelta(text, tokens))
 
     def _response_texts(self, choice: dict[str, Any]) -> list[str]:
@@ -586,17 +587,6 @@ def _optional_str(obj: dict[str, Any], key: str, api: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise ProtocolError(f"{api}: '{key}' is not a string")
-
-
-def _logprob_count(choice: dict[str, Any], key: str) -> int | None:
-    """Tokens in a chunk, when per-token logprobs are present (the only place the OpenAI
-    formats say how many tokens a chunk carries)."""
-    logprobs = choice.get("logprobs")
-    if isinstance(logprobs, dict):
-        tokens = logprobs.get(key)
-        if isinstance(tokens, list) and tokens:
-            return len(tokens)
-    return None
 
 
 _ADAPTERS: Mapping[str, Callable[[], ApiAdapter]] = MappingProxyType(
