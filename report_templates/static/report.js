@@ -81,6 +81,15 @@
     return options;
   }
 
+  /* The legend shows each series' brief label; its full name (every label of a
+   * telemetry lane) is the legend entry's tooltip. Set as an attribute, never as HTML. */
+  function nameOnHover(plot, spec) {
+    var rows = plot.root.querySelectorAll(".u-legend .u-series");
+    for (var i = 1; i < rows.length && i <= spec.series.length; i++) {
+      rows[i].setAttribute("title", spec.series[i - 1].full || spec.series[i - 1].label);
+    }
+  }
+
   function render() {
     var specs = readSpecs();
     var rendered = 0;
@@ -94,7 +103,9 @@
         var width = Math.max(320, host.clientWidth || 640);
         var data = [spec.x];
         for (var j = 0; j < spec.series.length; j++) { data.push(spec.series[j].values); }
-        plots.push({ plot: new uPlot(chartOptions(spec, width), data, host), host: host });
+        var plot = new uPlot(chartOptions(spec, width), data, host);
+        nameOnHover(plot, spec);
+        plots.push({ plot: plot, host: host });
         rendered += 1;
       } catch (err) {
         failed.push(spec.id);

@@ -1,15 +1,16 @@
-"""The capacity and nightly pages render their charts in a real browser, with no
-script errors (the report's CSP and chart script are shared with the run report)."""
+"""The capacity and nightly pages draw their charts in a real browser — pixels in
+every chart's plotting area, not only a <canvas> element — with no script errors (the
+report's CSP and chart script are shared with the run report)."""
 
 from __future__ import annotations
 
 import itertools
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.chromium import blank_charts, chart_ink, open_page
 from tests.planning.fakes import synthetic_runner, write_fake_run
 from zerohop.cli import cli
 from zerohop.main_job import RunPlan, RunResult
@@ -18,27 +19,13 @@ from zerohop.sweep import SweepPlan, run_sweep
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
-
-def open_page(path: Path, shot: Path) -> tuple[list[str], int]:
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("system chromium not installed (apt-get install chromium)")
-    errors: list[str] = []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run"])
-        page = browser.new_page()
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri())
-        page.wait_for_timeout(500)
-        canvases = page.locator("canvas").count()
+def drawn_charts(path: Path, shot: Path) -> tuple[list[str], dict[str, int]]:
+    """Script errors on the page, and chart id → ink for every chart on it."""
+    with open_page(path) as (page, events):
+        ink = chart_ink(page)
         page.screenshot(path=str(shot), full_page=True)
-        browser.close()
-    return errors, canvases
+    return events.errors + events.dialogs, ink
 
 
 def test_capacity_page_draws_its_charts(tmp_path: Path) -> None:
@@ -50,9 +37,10 @@ def test_capacity_page_draws_its_charts(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["capacity", str(folder), "--slo",
                                       "ttft_p99_ms=100,tpot_p99_ms=30", "--traffic", "50"])
     assert result.exit_code == 0, result.output
-    errors, canvases = open_page(folder / "capacity.html", tmp_path / "capacity.png")
+    errors, ink = drawn_charts(folder / "capacity.html", tmp_path / "capacity.png")
     assert errors == []
-    assert canvases >= 3
+    assert len(ink) >= 3
+    assert blank_charts(ink) == {}
 
 
 def test_nightly_page_draws_trends(tmp_path: Path) -> None:
@@ -67,6 +55,7 @@ def test_nightly_page_draws_trends(tmp_path: Path) -> None:
     config = NightlyConfig.model_validate({"name": "ci", "samples": 2})
     for _ in range(4):
         run_nightly(config, tmp_path, runner=runner)
-    errors, canvases = open_page(tmp_path / "latest.html", tmp_path / "nightly.png")
+    errors, ink = drawn_charts(tmp_path / "latest.html", tmp_path / "nightly.png")
     assert errors == []
-    assert canvases >= 3
+    assert len(ink) >= 3
+    assert blank_charts(ink) == {}

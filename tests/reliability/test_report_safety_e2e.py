@@ -12,19 +12,16 @@ from typing import Any
 
 import pytest
 
+from tests.chromium import open_page, require_chromium
+
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
-CHROMIUM = Path("/usr/bin/chromium")
 SCRIPT = "<script>alert('zh-msg')</script>"
 ADAPTER = "<img src=x onerror=alert('zh-adapter')>"
 
-if not CHROMIUM.exists():  # pragma: no cover - depends on the machine
-    pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)",
-                allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-
 
 def test_hostile_server_strings_are_inert_in_the_report(tmp_path: Path) -> None:
+    require_chromium()  # before the run: skip (or fail when required) without Chromium
     sim_config = tmp_path / "sim.yaml"
     sim_config.write_text(json.dumps({
         "models": [{"model": "llama-3-8b", "lora": {"adapters": [ADAPTER, "plain"],
@@ -55,21 +52,7 @@ def test_hostile_server_strings_are_inert_in_the_report(tmp_path: Path) -> None:
 
 
 def _open(page_path: Path) -> dict[str, Any]:
-    dialogs: list[str] = []
-    errors: list[str] = []
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run"])
-        try:
-            page = browser.new_page()
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(page_path.resolve().as_uri())
-            page.wait_for_function("document.body.dataset.chartsRendered !== undefined")
-            text = page.inner_text("body")
-        finally:
-            browser.close()
-    return {"dialogs": dialogs, "errors": errors, "text": text}
+    with open_page(page_path) as (page, events):
+        page.wait_for_function("document.body.dataset.chartsRendered !== undefined")
+        text = page.inner_text("body")
+    return {"dialogs": events.dialogs, "errors": events.errors, "text": text}

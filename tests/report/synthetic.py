@@ -64,6 +64,7 @@ class SyntheticRun:
     tpot_ms: float = 12.0
     tpot_scale: float = 1.0  # 1.2 = a target made 20 % slower per token
     itl_noise_sigma: float = 0.2
+    same_read_share: float = 0.0  # share of ITL gaps whose token came in the previous read
     extra_layer_ms: float = 0.0  # added to TTFT and E2E (a proxy in the path)
     error_rate: float = 0.01
     adapters: tuple[str, ...] = ()
@@ -73,6 +74,7 @@ class SyntheticRun:
     telemetry: bool = True
     telemetry_interval_s: float = 0.5
     gpus: int = 2
+    dcgm_labels: bool = False  # GPU lanes labelled as DCGM does (UUID, Hostname, ...)
     driver_metric: str = "queue_depth"  # the series that drives TTFT
     driver_lag_s: float = 0.0
     driver_gain_ms: float = 80.0
@@ -151,6 +153,9 @@ def request_columns(
     offsets = np.concatenate(([0], np.cumsum(gaps)))
     row_tpot = spec.tpot_ms * spec.tpot_scale * noise.lognormal(0.0, 0.1, n)
     itl = np.repeat(row_tpot, gaps) * noise.lognormal(0.0, spec.itl_noise_sigma, int(gaps.sum()))
+    if spec.same_read_share:  # its own stream: the other draws stay as they were
+        batched = np.random.default_rng([spec.noise_seed, 5]).random(itl.size)
+        itl[batched < spec.same_read_share] = 0.0
     decode = np.zeros(n)
     has = gaps > 0
     decode[has] = np.add.reduceat(itl, offsets[:-1][has]) if itl.size else 0.0
@@ -226,6 +231,9 @@ def request_columns(
         **{name: np.full(n, None, dtype=object) for name in (
             "attempt_reason", "final_outcome", "answered_by", "give_up_reason")},
     }
+    for name in RECORD_FIELDS:  # fields this model does not make (text ones): null
+        if name not in ("itl_ms", "tokens_per_event"):
+            columns.setdefault(name, np.full(n, None, dtype=object))
     # failed requests carry no gaps
     keep_gap = np.repeat(~failed, gaps)
     kept = np.where(failed, 0, gaps)
@@ -257,7 +265,12 @@ def telemetry_table(spec: SyntheticRun, driver_ts: np.ndarray, driver: np.ndarra
         "pcie_tx_bytes_per_s": (1e9, 5e8),
     }
     for gpu in range(spec.gpus):
-        labels = json.dumps({"gpu": str(gpu)})
+        gpu_labels = {"gpu": str(gpu)}
+        if spec.dcgm_labels:
+            gpu_labels |= {"UUID": f"GPU-5f3c9a1e-77d2-4b0e-9c1a-{gpu:012d}",
+                           "Hostname": "node-a", "device": f"nvidia{gpu}",
+                           "modelName": "NVIDIA H200"}
+        labels = json.dumps(gpu_labels)
         for metric in GPU_METRICS:
             mean, sd = gpu_base[metric]
             values = mean + sd * ar1(4.0)

@@ -9,77 +9,31 @@ from typing import Any
 
 import pytest
 
+from tests.chromium import MIN_CHART_INK, blank_charts, chart_ink, open_page
 from tests.report.conftest import RunFactory
 from tests.report.synthetic import HOSTILE
 from zerohop.report import build_comparison, build_report
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
 COORDINATOR_SCREENSHOT = Path("/tmp/zerohop_report.png")
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-if not CHROMIUM.exists():  # pragma: no cover - depends on the machine
-    pytest.skip(
-        f"{CHROMIUM} not installed (apt-get install -y chromium); the browser checks "
-        "of the report cannot run here",
-        allow_module_level=True,
-    )
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-
-# Non-blank pixel count of every chart canvas (uPlot draws series on a <canvas>).
-CANVAS_INK = """
-() => Array.from(document.querySelectorAll('.zh-chart')).map(host => {
-  const canvas = host.querySelector('canvas');
-  if (!canvas || canvas.width === 0 || canvas.height === 0) return [host.id, 0];
-  const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-  let ink = 0;
-  for (let i = 3; i < data.length; i += 4) { if (data[i] !== 0) ink++; }
-  return [host.id, ink];
-})
-"""
 
 
 def _open(page_path: Path, screenshot: Path) -> dict[str, Any]:
-    """Load the page, collect console errors, page errors and dialogs."""
-    problems: list[str] = []
-    dialogs: list[str] = []
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-
-            def on_console(message: Any) -> None:
-                if message.type in ("error", "warning"):
-                    problems.append(f"console {message.type}: {message.text}")
-
-            def on_dialog(dialog: Any) -> None:
-                dialogs.append(dialog.message)
-                dialog.dismiss()
-
-            page.on("console", on_console)
-            page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
-            page.on("dialog", on_dialog)
-            page.goto(page_path.resolve().as_uri())
-            page.wait_for_function("document.body.dataset.chartsRendered !== undefined")
-            result = {
-                "problems": problems,
-                "dialogs": dialogs,
-                "total": int(page.evaluate("document.body.dataset.chartsTotal")),
-                "rendered": int(page.evaluate("document.body.dataset.chartsRendered")),
-                "hosts": page.evaluate("document.querySelectorAll('.zh-chart').length"),
-                "ink": page.evaluate(CANVAS_INK),
-                "text": page.inner_text("body"),
-            }
-            page.screenshot(path=str(screenshot), full_page=True)
-        finally:
-            browser.close()
+    """Load the page; its console errors and warnings, page errors, dialogs, chart
+    counts and the drawn pixels of every chart."""
+    with open_page(page_path, warnings=True) as (page, events):
+        ink = chart_ink(page)
+        result = {
+            "problems": events.errors,
+            "dialogs": events.dialogs,
+            "total": int(page.evaluate("document.body.dataset.chartsTotal")),
+            "rendered": int(page.evaluate("document.body.dataset.chartsRendered")),
+            "hosts": page.evaluate("document.querySelectorAll('.zh-chart').length"),
+            "ink": ink,
+            "text": page.inner_text("body"),
+        }
+        page.screenshot(path=str(screenshot), full_page=True)
     return result
 
 
@@ -90,8 +44,8 @@ def test_report_renders_every_chart_without_errors(hostile_run: Path, tmp_path: 
     assert seen["problems"] == []
     assert seen["dialogs"] == []  # <script>alert(1)</script> never ran
     assert seen["total"] == seen["rendered"] == seen["hosts"] >= 15
-    blank = [chart_id for chart_id, ink in seen["ink"] if ink < 200]
-    assert blank == []
+    assert len(seen["ink"]) == seen["hosts"]
+    assert blank_charts(seen["ink"]) == {}
     # the hostile error message and adapter name are on the page, as text
     assert seen["text"].count(HOSTILE) >= 2
     assert shot.stat().st_size > 50_000
@@ -105,5 +59,68 @@ def test_comparison_page_renders(make_run: RunFactory, tmp_path: Path) -> None:
     seen = _open(out, tmp_path / "compare.png")
     assert seen["problems"] == [] and seen["dialogs"] == []
     assert seen["total"] == seen["rendered"] == seen["hosts"] > 0
-    assert all(ink >= 200 for _, ink in seen["ink"])
+    assert blank_charts(seen["ink"]) == {}
     assert "TPOT worse" in seen["text"]
+
+
+FIRST_SCREEN = {"width": 1280, "height": 800}
+
+
+def _box(page: Any, selector: str) -> dict[str, float]:
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None, f"{selector} is not laid out"
+    return box
+
+
+def test_first_screen_answers_is_this_good(make_run: RunFactory, tmp_path: Path) -> None:
+    """At 1280×800, before any scrolling: the verdict, the headline figures and one
+    drawn chart. The screenshot is the top viewport, saved beside the test."""
+    run = make_run(dcgm_labels=True, same_read_share=0.2, name="first-screen")
+    out = build_report(run, tmp_path / "report.html")
+    shot = tmp_path / "first_screen.png"
+    with open_page(out, **FIRST_SCREEN) as (page, events):
+        ink = chart_ink(page)
+        headline_chart = page.locator("#verdict .zh-chart").first.get_attribute("id")
+        boxes = {name: _box(page, selector) for name, selector in (
+            ("verdict", "#verdict .zh-verdict-line"),
+            ("figures", "#headline-figures"),
+            ("chart", "#verdict .zh-chart canvas"),
+        )}
+        figures = page.inner_text("#headline-figures")
+        page.screenshot(path=str(shot))  # the viewport only: what the reader sees first
+    assert events.errors == [] and events.dialogs == []
+    for name, box in boxes.items():
+        assert box["y"] >= 0 and box["y"] + box["height"] <= FIRST_SCREEN["height"], name
+        assert box["x"] >= 0 and box["x"] + box["width"] <= FIRST_SCREEN["width"], name
+    assert headline_chart in ink and ink[headline_chart] >= MIN_CHART_INK
+    for label in ("errors", "throughput", "goodput", "TTFT p50 / p99", "E2E p50 / p99"):
+        assert label in figures
+    assert shot.stat().st_size > 20_000
+
+
+def test_legends_are_brief_and_the_full_name_is_on_hover(
+        make_run: RunFactory, tmp_path: Path) -> None:
+    out = build_report(make_run(dcgm_labels=True, name="dcgm"), tmp_path / "report.html")
+    with open_page(out) as (page, events):
+        chart_ink(page)
+        legend = page.locator("#chart-lane-gpu_sm_util_pct .u-legend .u-series")
+        rows = [(legend.nth(i).locator(".u-label").inner_text(),
+                 legend.nth(i).get_attribute("title")) for i in range(1, legend.count())]
+    assert events.errors == []
+    assert [text.strip() for text, _ in rows] == ["GPU 0", "GPU 1"]
+    assert all(title and title.startswith("gpu_sm_util_pct{") and "UUID=" in title
+               for _, title in rows)
+
+
+def test_comparison_badge_is_worse_when_only_errors_are(
+        make_run: RunFactory, tmp_path: Path) -> None:
+    base = make_run(error_rate=0.01, name="base-errors")
+    failing = make_run(error_rate=0.3, name="more-errors")
+    out = build_comparison([base, failing], tmp_path / "compare.html")
+    with open_page(out) as (page, events):
+        chart_ink(page)
+        badge = page.inner_text(".zh-verdict .zh-verdict-line .zh-badge")
+        because = page.inner_text(".zh-verdict .zh-because")
+    assert events.errors == []
+    assert badge.strip() == "worse"
+    assert "error %" in because

@@ -15,8 +15,6 @@ from tests.report.conftest import RunFactory
 from zerohop.cli import cli
 from zerohop.report.cli import compare_command, report_command
 
-pytestmark = pytest.mark.unit
-
 
 def _bad(result: object, fragment: str) -> None:
     assert result.exit_code == 2, result.output  # type: ignore[attr-defined]
@@ -25,6 +23,7 @@ def _bad(result: object, fragment: str) -> None:
     assert "Traceback" not in result.output  # type: ignore[attr-defined]
 
 
+@pytest.mark.unit
 def test_report_writes_the_page(make_run: RunFactory, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     result = CliRunner().invoke(
@@ -45,6 +44,7 @@ def test_report_writes_the_page(make_run: RunFactory, tmp_path: Path) -> None:
     assert "gpu_temp_c &gt; 10 for 5s" in html and "fired" in html
 
 
+@pytest.mark.unit
 def test_report_reads_jsonl_sinks_of_a_killed_run(make_run: RunFactory, tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
     shutil.copytree(make_run(n_requests=300, sinks_only=True), run_dir)
@@ -53,6 +53,7 @@ def test_report_reads_jsonl_sinks_of_a_killed_run(make_run: RunFactory, tmp_path
     assert "requests.parquet missing" in (run_dir / "report.html").read_text()
 
 
+@pytest.mark.unit
 def test_report_bad_input(make_run: RunFactory, tmp_path: Path) -> None:
     runner = CliRunner()
     _bad(runner.invoke(report_command, [str(tmp_path / "missing")]), "results folder not found")
@@ -69,6 +70,7 @@ def test_report_bad_input(make_run: RunFactory, tmp_path: Path) -> None:
     _bad(runner.invoke(report_command, [str(empty)]), "no requests.parquet")
 
 
+@pytest.mark.unit
 def test_compare_verdicts_and_fail_on_worse(make_run: RunFactory, tmp_path: Path) -> None:
     runner = CliRunner()
     base = str(make_run(noise_seed=1, name="base"))
@@ -86,6 +88,7 @@ def test_compare_verdicts_and_fail_on_worse(make_run: RunFactory, tmp_path: Path
     assert "TPOT worse" in worse.output and (tmp_path / "worse.html").is_file()
 
 
+@pytest.mark.unit
 def test_compare_bad_input(make_run: RunFactory, tmp_path: Path) -> None:
     runner = CliRunner()
     base = str(make_run(noise_seed=1, name="base"))
@@ -97,6 +100,7 @@ def test_compare_bad_input(make_run: RunFactory, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.unit
 def test_subcommands_are_registered_in_the_zerohop_group() -> None:
     runner = CliRunner()
     assert "report" in runner.invoke(cli, ["--help"]).output

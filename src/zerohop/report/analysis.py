@@ -26,8 +26,14 @@ from zerohop.report.load import RunData
 from zerohop.report.microbench import MicrobenchSummary, summarise_microbench
 from zerohop.report.policy import PolicySummary, summarise_policy
 from zerohop.report.prefill import PrefillFit, fit_prefill
+from zerohop.report.reads import ReadDelivery, summarise_reads
 from zerohop.report.slo import SloResult, evaluate_slos, good_mask, parse_slos
-from zerohop.report.summary import ALL_WORKLOADS, WorkloadSummary, summarise_workloads
+from zerohop.report.summary import (
+    ALL_WORKLOADS,
+    WorkloadSummary,
+    summarise,
+    summarise_workloads,
+)
 from zerohop.report.timeseries import (
     Lane,
     TelemetryGap,
@@ -41,6 +47,7 @@ from zerohop.report.timeseries import (
     telemetry_gaps,
     telemetry_lanes,
 )
+from zerohop.report.token_counts import TokenCounts, summarise_token_counts
 
 MAX_CHART_POINTS = 2000
 CDF_METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
@@ -66,6 +73,7 @@ class TimeSeriesData:
     outcomes: pd.DataFrame
     lanes: pd.DataFrame  # lane key → window mean
     lane_metrics: dict[str, str]  # lane key → metric
+    lane_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # key → labels
 
 
 @dataclass
@@ -89,6 +97,8 @@ class RunAnalysis:
     microbench: MicrobenchSummary | None
     policy: PolicySummary | None = None
     notes: list[str] = field(default_factory=list)
+    reads: list[ReadDelivery] = field(default_factory=list)  # per summary row
+    token_counts: TokenCounts | None = None  # the client's counts beside the server's
 
     @property
     def total(self) -> WorkloadSummary:
@@ -106,6 +116,9 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
     notes += slo_notes
     good = good_mask(requests, run.itl, targets)
     summaries = summarise_workloads(requests, run.itl, good, fallback_window_s=duration)
+    if not summaries:  # no record at all: one empty `all` row, so the report still renders
+        nothing = np.zeros(len(requests), dtype=bool)
+        summaries = [summarise(requests, run.itl, good, nothing, ALL_WORKLOADS, duration)]
     ok = (requests["outcome"] == "ok").to_numpy()
     slo_results = evaluate_slos(targets, _ok_values(run, ok, {t.column for t in targets}))
     lanes = telemetry_lanes(telemetry)
@@ -149,6 +162,8 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         microbench=microbench,
         policy=summarise_policy(requests, settings.window_s),
         notes=notes,
+        reads=summarise_reads(requests, run.itl, [s.workload for s in summaries]),
+        token_counts=summarise_token_counts(requests),
     )
 
 
@@ -219,4 +234,13 @@ def _chart_series(
         outcomes=outcome_series(requests, chart_timeline),
         lanes=lane_means,
         lane_metrics={lane.key: lane.metric for lane in lanes},
+        lane_labels={lane.key: _legend_labels(lane) for lane in lanes},
     )
+
+
+def _legend_labels(lane: Lane) -> dict[str, str]:
+    """A lane's labels, with its source when the source is part of its key (two
+    sources reporting the same series)."""
+    if lane.key.endswith(f"@{lane.source}"):
+        return {**lane.labels, "source": lane.source}
+    return dict(lane.labels)

@@ -9,6 +9,7 @@ that element or be read as markup.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ class Series:
     label: str
     values: np.ndarray
     style: Literal["line", "points", "step", "dashed"] = "line"
+    full_label: str | None = None  # shown on hover when the legend's label is a brief one
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,12 @@ class Chart:
             "yMinZero": self.y_min_zero,
             "x": compact(self.x),
             "series": [
-                {"label": s.label, "style": s.style, "values": compact(s.values)}
+                {
+                    "label": s.label,
+                    "full": s.full_label or s.label,
+                    "style": s.style,
+                    "values": compact(s.values),
+                }
                 for s in self.series
             ],
         }
@@ -110,3 +117,15 @@ def encode_for_html(payload: Any) -> str:
         .replace("\u2028", "\\u2028")
         .replace("\u2029", "\\u2029")
     )
+
+
+def add_chart(charts: list[Chart], chart: Chart) -> str:
+    """Register a chart under a unique `chart-` id (never a section's id); returns
+    the id the template uses."""
+    taken = {c.chart_id for c in charts}
+    base = f"chart-{chart.chart_id}"
+    chart_id, i = base, 2
+    while chart_id in taken:
+        chart_id, i = f"{base}-{i}", i + 1
+    charts.append(dataclasses.replace(chart, chart_id=chart_id))
+    return chart_id

@@ -24,6 +24,10 @@ REQUEST_GLOSSARY: dict[str, str] = {
     "itl_ms": "Inter-token latency: gaps between consecutive content events, pooled across all "
     "ok requests for percentiles; tokens_per_event shows multi-token chunks. Comparison "
     "intervals for ITL treat gaps as independent, so they are optimistic.",
+    "tokens_per_read": "Content events per socket read. Events that arrive in one read share "
+    "its timestamp, so each extra one adds an ITL gap of exactly 0 ms: batched delivery (by the "
+    "server, a proxy, or a late read), not a token that took no time. Where there are such "
+    "gaps the report adds \"ITL between reads\", which leaves them out.",
     "e2e_ms": "End to end: actual send → stream terminator ([DONE] / message_stop).",
     "schedule_lag_ms": "sent − scheduled, for open-loop runs: how late the client sent.",
     "ttft_from_schedule_ms": "TTFT measured from the scheduled time: the coordinated-omission-"
@@ -31,6 +35,11 @@ REQUEST_GLOSSARY: dict[str, str] = {
     "e2e_from_schedule_ms": "E2E measured from the scheduled time (coordinated-omission aware).",
     "input_tokens / output_tokens": "From the server's usage fields when sent, otherwise "
     "counted (token_source says which).",
+    "prompt_token_source": "How the prompt was sized: tokenize (the target's /tokenize), "
+    "usage (calibrated on its usage.prompt_tokens), estimate (its usage was unusable: the "
+    "embedded target's rule), token_ids (exact by construction).",
+    "counted_output_tokens": "The client's own count of the answer: content events × tokens "
+    "per event, shown beside the server's usage in Token counts.",
     "percentiles": "p50, p90, p95, p99, p99.9 plus mean/min/max, computed from the exact "
     "records with linear interpolation — never Locust's rounded buckets. Only requests with "
     "outcome ok contribute latency figures; errors are counted separately.",

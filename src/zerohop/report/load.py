@@ -51,11 +51,14 @@ FLOAT_COLUMNS: tuple[str, ...] = (
     "backoff_ms",
     "logical_e2e_ms",
     "logical_ttft_ms",
+    # token counts, the client's beside the server's: report/token_counts.py
+    "counted_output_tokens",
+    "target_input_tokens",
 )
 TEXT_COLUMNS: tuple[str, ...] = ("error_type", "error_message")
 CATEGORY_COLUMNS: tuple[str, ...] = (
     "workload", "outcome", "adapter", "model", "final_outcome", "answered_by",
-    "give_up_reason", "attempt_reason",
+    "give_up_reason", "attempt_reason", "token_source", "prompt_token_source",
 )
 LIST_COLUMN = "itl_ms"
 REQUEST_COLUMNS: tuple[str, ...] = CATEGORY_COLUMNS + FLOAT_COLUMNS + TEXT_COLUMNS

@@ -3,7 +3,6 @@ chart specs. The template only loops and prints; every number is formatted here.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,78 +10,34 @@ from typing import Any
 import numpy as np
 
 from zerohop.report import formatting as fmt
-from zerohop.report.analysis import RunAnalysis, TimeSeriesData
-from zerohop.report.charts import Chart, Series, joined
+from zerohop.report.analysis import RunAnalysis
+from zerohop.report.charts import Chart, Series, add_chart, joined
 from zerohop.report.correlation import PairResult
 from zerohop.report.environment import environment_rows, redact
 from zerohop.report.glossary import glossary_entries
 from zerohop.report.policy import policy_section
-from zerohop.report.quantiles import PERCENTILE_NAMES
-
-METRIC_TITLES: dict[str, str] = {
-    "ttft_ms": "TTFT",
-    "tpot_ms": "TPOT",
-    "itl_ms": "ITL",
-    "e2e_ms": "E2E",
-    "ttft_from_schedule_ms": "TTFT from schedule",
-    "e2e_from_schedule_ms": "E2E from schedule",
-}
-
-
-@dataclass(frozen=True)
-class LaneGroup:
-    """Telemetry metrics drawn in one chart, with a display scale and unit."""
-
-    title: str
-    metrics: tuple[str, ...]
-    unit: str
-    scale: float = 1.0
-
-
-# The telemetry lanes of the time-series section, in order. Metrics not listed get a
-# chart of their own after these; loadgen_* lanes belong to the fidelity section.
-LANE_GROUPS: tuple[LaneGroup, ...] = (
-    LaneGroup("SM utilisation", ("gpu_sm_util_pct",), "%"),
-    LaneGroup("GPU memory used", ("gpu_mem_used_bytes",), "GB", 1e-9),
-    LaneGroup("Memory controller utilisation", ("gpu_mem_util_pct",), "%"),
-    LaneGroup("PCIe RX / TX", ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s"), "GB/s", 1e-9),
-    LaneGroup("Power", ("gpu_power_w", "gpu_power_avg_w"), "W"),
-    LaneGroup("Temperature", ("gpu_temp_c",), "°C"),
-    LaneGroup("Server queue", ("queue_depth", "running_requests"), "requests"),
-    LaneGroup("KV cache usage", ("kv_cache_usage_frac",), "%", 100.0),
-    LaneGroup("Server TTFT (scraped)", ("server_ttft_p50_s", "server_ttft_p99_s"), "ms", 1e3),
-    LaneGroup(
-        "Server token throughput",
-        ("prompt_tokens_per_s", "generation_tokens_per_s"),
-        "tokens/s",
-    ),
-    LaneGroup("Preemptions", ("preemptions_per_s",), "per s"),
-    LaneGroup("SM clock", ("gpu_sm_clock_mhz",), "MHz"),
+from zerohop.report.present_headline import (
+    headline_chart,
+    headline_figures,
+    run_header,
+    slo_rows,
+    verdict,
 )
-FIDELITY_GROUP = LaneGroup("Load generator CPU", ("loadgen_cpu_pct",), "%")
-HIDDEN_METRICS: frozenset[str] = frozenset(
-    {
-        "gpu_mem_total_bytes",
-        "gpu_throttle_reasons",
-        "pcie_link_gen",
-        "pcie_link_width",
-        "loadgen_rss_bytes",
-        "loadgen_loop_lag_ms",
-        "loadgen_cpu_pct",
-    }
+from zerohop.report.present_latency import (
+    METRIC_TITLES,
+    distribution_section,
+    latency_table,
+    throughput_table,
 )
-SHORT_METRIC: dict[str, str] = {
-    "pcie_rx_bytes_per_s": "RX",
-    "pcie_tx_bytes_per_s": "TX",
-    "queue_depth": "waiting",
-    "running_requests": "running",
-    "server_ttft_p50_s": "p50",
-    "server_ttft_p99_s": "p99",
-    "prompt_tokens_per_s": "prompt",
-    "generation_tokens_per_s": "generation",
-    "gpu_power_w": "power",
-    "gpu_power_avg_w": "avg power",
-}
+from zerohop.report.present_timeseries import (
+    FIDELITY_GROUP,
+    lane_chart,
+    time_chart,
+    timeseries_section,
+)
+from zerohop.report.token_counts import TokenCounts, token_count_section
+
+__all__ = ["METRIC_TITLES", "Page", "report_page"]
 
 
 @dataclass
@@ -105,22 +60,27 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
     context: dict[str, Any] = {
         "title": f"zerohop report — {analysis.label}",
         "generated_at": generated_at,
-        "run": _run_header(analysis, manifest),
-        "verdict": _verdict(analysis),
+        "run": run_header(analysis, manifest),
+        "verdict": verdict(analysis),
+        "headline": {
+            "figures": headline_figures(analysis),
+            "chart": headline_chart(analysis, charts),
+        },
         "notes": analysis.notes,
-        "slos": _slo_rows(analysis),
-        "throughput": _throughput_table(analysis),
-        "latency": _latency_table(analysis),
-        "timeseries": _timeseries_section(analysis, charts),
+        "slos": slo_rows(analysis),
+        "throughput": throughput_table(analysis),
+        "latency": latency_table(analysis),
+        "timeseries": timeseries_section(analysis, charts),
         "correlation": _correlation_section(analysis),
         "alerts": _alert_rows(analysis),
-        "distributions": _distribution_section(analysis, charts),
+        "distributions": distribution_section(analysis, charts),
         "prefill": _prefill_section(analysis, charts),
         "adapters": _adapter_rows(analysis),
         "errors": _error_section(analysis, charts),
         "fidelity": _fidelity_section(analysis, charts),
         "microbench": _microbench_section(analysis, charts),
         "policy": _policy_section(analysis, charts),
+        "token_counts": token_count_section(analysis.token_counts or TokenCounts([], [])),
         "environment": [
             {"title": title, "rows": rows} for title, rows in environment_rows(manifest).items()
         ],
@@ -128,239 +88,6 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
     }
     context["chart_titles"] = {chart.chart_id: chart.title for chart in charts}
     return Page(context=context, charts=charts)
-
-
-# --- header and verdict ---------------------------------------------------------------
-def _run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str]:
-    target = manifest.get("target") or {}
-    load = manifest.get("load") or {}
-    load_text = str(load.get("mode", "—"))
-    if load.get("users"):
-        load_text += f", {load['users']} users"
-    if load.get("rate_rps"):
-        load_text += f", {load['rate_rps']} req/s {load.get('arrival') or ''}".rstrip()
-    return {
-        "label": analysis.label,
-        "status": str(manifest.get("status", "unknown")),
-        "end_reason": str(manifest.get("end_reason") or "—"),
-        "started_at": str(manifest.get("started_at") or "—"),
-        "duration": fmt.seconds(analysis.timeline.duration_s),
-        "target": f"{target.get('url', '—')} ({target.get('kind', '?')}, {target.get('api', '?')})",
-        "load": load_text,
-        "window": fmt.seconds(analysis.settings.window_s),
-    }
-
-
-def _verdict(analysis: RunAnalysis) -> dict[str, Any]:
-    items = []
-    if analysis.slo_results:
-        met = sum(1 for r in analysis.slo_results if r.met)
-        failed = [r.target.key for r in analysis.slo_results if r.met is False]
-        unknown = sum(1 for r in analysis.slo_results if r.met is None)
-        status = "fail" if failed else ("warn" if unknown else "ok")
-        text = f"SLOs: {met} of {len(analysis.slo_results)} met"
-        if failed:
-            text += " (missed: " + ", ".join(failed) + ")"
-        items.append({"status": status, "text": text})
-    else:
-        items.append({"status": "none", "text": "SLOs: none set"})
-    fidelity = analysis.fidelity
-    items.append(
-        {
-            "status": "ok" if fidelity.ok else "warn",
-            "text": "client fidelity OK"
-            if fidelity.ok
-            else "client fidelity flagged: " + "; ".join(fidelity.reasons),
-        }
-    )
-    total = analysis.total
-    error_status = "ok" if total.errors == 0 else ("warn" if total.error_pct < 1.0 else "fail")
-    items.append(
-        {
-            "status": error_status,
-            "text": f"errors: {fmt.count(total.errors)} of {fmt.count(total.requests)} "
-            f"({fmt.pct(total.error_pct, 2)})",
-        }
-    )
-    fired = [a for a in analysis.alerts if a.fired]
-    items.append(
-        {
-            "status": "warn" if fired else "ok",
-            "text": f"alerts: {len(fired)} of {len(analysis.alerts)} fired"
-            if analysis.alerts
-            else "alerts: no rules",
-        }
-    )
-    status_manifest = str(analysis.manifest.get("status", "unknown"))
-    if status_manifest != "completed":
-        items.append({"status": "warn", "text": f"run status: {status_manifest}"})
-    rank = {"fail": 3, "warn": 2, "ok": 1, "none": 0}
-    worst = max((i["status"] for i in items), key=lambda s: rank[s])
-    return {"overall": "ok" if worst == "none" else worst, "checks": items}
-
-
-def _slo_rows(analysis: RunAnalysis) -> list[dict[str, str]]:
-    return [
-        {
-            "key": r.target.key,
-            "observed": fmt.ms(r.observed_ms),
-            "threshold": fmt.ms(r.target.threshold_ms),
-            "status": "met" if r.met else ("missed" if r.met is False else "no data"),
-        }
-        for r in analysis.slo_results
-    ]
-
-
-# --- summary tables -----------------------------------------------------------------
-def _throughput_table(analysis: RunAnalysis) -> list[dict[str, str]]:
-    return [
-        {
-            "workload": s.workload,
-            "requests": fmt.count(s.requests),
-            "ok": fmt.count(s.ok),
-            "error_pct": fmt.pct(s.error_pct, 2),
-            "window": fmt.seconds(s.window_s),
-            "req_per_s": fmt.rate(s.req_per_s),
-            "input_tps": fmt.rate(s.input_tokens_per_s),
-            "output_tps": fmt.rate(s.output_tokens_per_s),
-            "goodput": fmt.rate(s.goodput_rps),
-            "good_fraction": fmt.pct(s.good_fraction * 100.0),
-        }
-        for s in analysis.summaries
-    ]
-
-
-def _latency_table(analysis: RunAnalysis) -> dict[str, Any]:
-    rows = []
-    for s in analysis.summaries:
-        for metric, dist in s.latency.items():
-            rows.append(
-                {
-                    "workload": s.workload,
-                    "metric": METRIC_TITLES.get(metric, metric),
-                    "n": fmt.count(dist.n),
-                    "cells": [fmt.ms(dist.percentiles[p]) for p in PERCENTILE_NAMES]
-                    + [fmt.ms(dist.mean), fmt.ms(dist.min), fmt.ms(dist.max)],
-                }
-            )
-    return {"columns": [*PERCENTILE_NAMES, "mean", "min", "max"], "rows": rows}
-
-
-# --- time series --------------------------------------------------------------------
-def _timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]:
-    data = analysis.charts_series
-    x = data.timeline.starts_s + data.timeline.window_s / 2.0
-    x_range = (0.0, data.timeline.duration_s)
-    section_charts = []
-    load = _time_chart(
-        "load",
-        "Offered vs achieved load",
-        x,
-        x_range,
-        "req/s",
-        [
-            Series("offered", data.load["offered_rps"].to_numpy()),
-            Series("achieved (ok)", data.load["achieved_rps"].to_numpy()),
-            Series("errors", data.load["error_rps"].to_numpy(), "dashed"),
-        ],
-    )
-    section_charts.append(_add(charts, load))
-    for metric, title in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E")):
-        columns = [c for c in data.latency.columns if c.startswith(f"{metric}_p")]
-        series = [
-            Series(c.removeprefix(f"{metric}_").removesuffix("_ms"), data.latency[c].to_numpy())
-            for c in columns
-            if np.isfinite(data.latency[c].to_numpy()).any()
-        ]
-        if series:
-            chart = _time_chart(
-                f"latency-{metric}", f"{title} percentiles per window", x, x_range, "ms", series
-            )
-            section_charts.append(_add(charts, chart))
-    lanes_charts = []
-    for group in _lane_groups(data):
-        lane_chart = _lane_chart(group, data, x, x_range)
-        if lane_chart is not None:
-            lanes_charts.append(_add(charts, lane_chart))
-    return {
-        "charts": section_charts,
-        "lanes": lanes_charts,
-        "window": fmt.seconds(data.timeline.window_s),
-        "gaps": [
-            {
-                "at": fmt.seconds(g.ts - analysis.timeline.t0),
-                "source": g.source,
-                "reason": g.reason,
-                "length": fmt.seconds(g.seconds),
-            }
-            for g in analysis.gaps
-        ],
-    }
-
-
-def _lane_groups(data: TimeSeriesData) -> list[LaneGroup]:
-    present = set(data.lane_metrics.values())
-    groups = [g for g in LANE_GROUPS if present & set(g.metrics)]
-    listed = {m for g in LANE_GROUPS for m in g.metrics}
-    for metric in sorted(present - listed - HIDDEN_METRICS):
-        groups.append(LaneGroup(metric, (metric,), ""))
-    return groups
-
-
-def _lane_chart(
-    group: LaneGroup, data: TimeSeriesData, x: np.ndarray, x_range: tuple[float, float]
-) -> Chart | None:
-    series = []
-    for key, metric in sorted(data.lane_metrics.items(), key=lambda kv: _lane_sort(kv[0])):
-        if metric not in group.metrics or key not in data.lanes.columns:
-            continue
-        values = data.lanes[key].to_numpy() * group.scale
-        if not np.isfinite(values).any():
-            continue
-        series.append(Series(_lane_label(key, metric, group), values))
-    if not series:
-        return None
-    title = f"{group.title} ({group.unit})" if group.unit else group.title
-    chart_id = "lane-" + "-".join(group.metrics[:1])
-    return _time_chart(chart_id, title, x, x_range, group.unit, series)
-
-
-def _lane_label(key: str, metric: str, group: LaneGroup) -> str:
-    """`GPU 0`, `RX GPU 3`, `waiting` — short labels; the key when nothing better."""
-    rest = key[len(metric) :]
-    prefix = SHORT_METRIC.get(metric, "") if len(group.metrics) > 1 else ""
-    if rest.startswith("{gpu=") and rest.endswith("}") and "," not in rest:
-        gpu = f"GPU {rest[5:-1]}"
-        return f"{prefix} {gpu}".strip()
-    if not rest:
-        return prefix or metric
-    return f"{prefix} {rest}".strip() if prefix else key
-
-
-def _lane_sort(key: str) -> tuple[str, int, str]:
-    metric, _, rest = key.partition("{gpu=")
-    number = rest.split("}", 1)[0]
-    return (metric, int(number) if number.isdigit() else -1, key)
-
-
-def _time_chart(
-    chart_id: str,
-    title: str,
-    x: np.ndarray,
-    x_range: tuple[float, float],
-    unit: str,
-    series: list[Series],
-) -> Chart:
-    return Chart(
-        chart_id=chart_id,
-        title=title,
-        kind="time",
-        x=x,
-        series=series,
-        x_label="seconds since start",
-        y_label=unit,
-        x_range=x_range,
-    )
 
 
 # --- correlation and alerts ---------------------------------------------------------
@@ -426,28 +153,6 @@ def _alert_rows(analysis: RunAnalysis) -> list[dict[str, Any]]:
 
 
 # --- distributions and prefill -------------------------------------------------------
-def _distribution_section(analysis: RunAnalysis, charts: list[Chart]) -> list[str]:
-    ids = []
-    for metric, per_workload in analysis.cdfs.items():
-        if not per_workload:
-            continue
-        x, columns = joined([(name, x, q) for name, (x, q) in per_workload.items()])
-        chart = Chart(
-            chart_id=f"cdf-{metric}",
-            title=f"{METRIC_TITLES.get(metric, metric)} CDF (ok requests)",
-            kind="xy",
-            x=x,
-            series=[
-                Series(name, column * 100.0, "step")
-                for name, column in zip(per_workload, columns, strict=True)
-            ],
-            x_label="ms",
-            y_label="% of requests ≤ x",
-        )
-        ids.append(_add(charts, chart))
-    return ids
-
-
 def _prefill_section(analysis: RunAnalysis, charts: list[Chart]) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = []
     for fit in analysis.prefill:
@@ -459,7 +164,7 @@ def _prefill_section(analysis: RunAnalysis, charts: list[Chart]) -> list[dict[st
             if fit.note is None:
                 line = fit.intercept_ms + fit.slope_ms_per_1k * tokens / 1000.0
                 series.append(Series("Theil–Sen fit", line))
-            chart_id = _add(
+            chart_id = add_chart(
                 charts,
                 Chart(
                     chart_id=f"prefill-{len(rows)}",
@@ -513,9 +218,9 @@ def _error_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]
     chart_id = ""
     if not data.outcomes.empty and len(data.outcomes.columns):
         x = data.timeline.starts_s + data.timeline.window_s / 2.0
-        chart_id = _add(
+        chart_id = add_chart(
             charts,
-            _time_chart(
+            time_chart(
                 "errors",
                 "Failed attempts per window, by outcome",
                 x,
@@ -552,9 +257,9 @@ def _fidelity_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, A
     lag = data.schedule_lag
     if np.isfinite(lag["schedule_lag_p99_ms"].to_numpy()).any():
         chart_ids.append(
-            _add(
+            add_chart(
                 charts,
-                _time_chart(
+                time_chart(
                     "schedule-lag",
                     "Schedule lag per window (ms)",
                     x,
@@ -567,9 +272,9 @@ def _fidelity_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, A
                 ),
             )
         )
-    cpu_chart = _lane_chart(FIDELITY_GROUP, data, x, x_range)
+    cpu_chart = lane_chart(FIDELITY_GROUP, data, x, x_range)
     if cpu_chart is not None:
-        chart_ids.append(_add(charts, cpu_chart))
+        chart_ids.append(add_chart(charts, cpu_chart))
     rows = [
         ("verdict", "OK" if fidelity.ok else "flagged"),
         ("load generator CPU max", fmt.pct(fidelity.cpu_max_pct, 0)),
@@ -645,7 +350,7 @@ def _microbench_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str,
                     "dashed",
                 )
             )
-        chart_id = _add(
+        chart_id = add_chart(
             charts,
             Chart(
                 chart_id="pcie-curve",
@@ -682,13 +387,3 @@ def _microbench_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str,
     }
 
 
-def _add(charts: list[Chart], chart: Chart) -> str:
-    """Register a chart under a unique `chart-` id (never a section's id); returns
-    the id the template uses."""
-    taken = {c.chart_id for c in charts}
-    base = f"chart-{chart.chart_id}"
-    chart_id, i = base, 2
-    while chart_id in taken:
-        chart_id, i = f"{base}-{i}", i + 1
-    charts.append(dataclasses.replace(chart, chart_id=chart_id))
-    return chart_id

@@ -22,6 +22,8 @@ from zerohop.report.glossary import REQUEST_GLOSSARY
 from zerohop.report.policy import PolicySummary
 from zerohop.report.present import METRIC_TITLES, Page
 
+# The headline badge is the first of these that any judged figure has: the worst one.
+HEADLINE_ORDER: tuple[str, ...] = ("worse", "mixed", "better")
 COMPARE_GLOSSARY_TERMS: tuple[str, ...] = (
     "comparison verdict",
     "bootstrap interval",
@@ -68,7 +70,39 @@ def verdict_line(comparison: Comparison) -> str:
     if focus is None:
         return "no workload to compare"
     parts = [_metric_phrase(m) for m in focus.metrics]
+    parts += [
+        f"{r.name} {r.verdict} ({_rate_text(r.name, r.delta, signed=True)})"
+        for r in focus.rates
+        if r.verdict in ("worse", "better")
+    ]
     return f"{focus.workload}: " + " · ".join(parts)
+
+
+def judged_figures(comparison: Comparison) -> list[tuple[str, str]]:
+    """(figure, verdict) for every figure the comparison judges: each workload's
+    latency metrics and error rate, and the logical success rate and latency."""
+    figures: list[tuple[str, str]] = []
+    for w in comparison.workloads:
+        figures += [(f"{w.workload} {METRIC_TITLES.get(m.metric, m.metric)}", m.verdict)
+                    for m in w.metrics]
+        figures += [(f"{w.workload} {r.name}", r.verdict) for r in w.rates if r.verdict]
+    if comparison.logical is not None:
+        success = comparison.logical.success
+        if success.verdict:
+            figures.append(("logical success rate", success.verdict))
+        figures += [(f"logical E2E {r.stat}", r.verdict) for r in comparison.logical.latency]
+    return figures
+
+
+def headline_verdict(comparison: Comparison) -> tuple[str, list[str]]:
+    """The candidate's badge — its worst judged figure, errors and logical requests
+    included — and the figures that earned it (none when within noise)."""
+    figures = judged_figures(comparison)
+    for verdict in HEADLINE_ORDER:
+        named = [figure for figure, v in figures if v == verdict]
+        if named:
+            return verdict, named
+    return "within noise", []
 
 
 def logical_line(comparison: Comparison) -> str | None:
@@ -211,11 +245,13 @@ def _signed_count(value: int) -> str:
 
 def _comparison_block(index: int, comparison: Comparison, charts: list[Chart]) -> dict[str, Any]:
     settings = comparison.settings
+    overall, because = headline_verdict(comparison)
     return {
         "baseline": comparison.baseline,
         "candidate": comparison.candidate,
         "line": verdict_line(comparison),
-        "overall": _overall(comparison),
+        "overall": overall,
+        "because": f"judged {overall}: " + ", ".join(because) if because else "",
         "settings": f"threshold preset {settings.threshold} "
         f"({settings.relative_threshold * 100:g} % of baseline), {settings.n_boot} bootstrap "
         f"draws, {settings.confidence * 100:g} % intervals, seed {settings.seed}",
@@ -329,14 +365,6 @@ def _cdf_chart(
         )
     )
     return chart_id
-
-
-def _overall(comparison: Comparison) -> str:
-    verdicts = {m.verdict for w in comparison.workloads for m in w.metrics}
-    for verdict in ("mixed", "worse", "better"):
-        if verdict in verdicts:
-            return verdict
-    return "within noise"
 
 
 def _metric_phrase(metric: MetricComparison) -> str:

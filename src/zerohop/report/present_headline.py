@@ -1,0 +1,160 @@
+"""The report's first screen: is this run good? The verdict, the headline figures and
+one chart, then the run's identity and its SLOs — everything a reader needs before
+scrolling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from zerohop.report import formatting as fmt
+from zerohop.report.analysis import RunAnalysis
+from zerohop.report.charts import Chart, Series, add_chart
+from zerohop.report.present_latency import ITL_BETWEEN_READS
+from zerohop.report.present_timeseries import time_chart
+
+
+def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str]:
+    target = manifest.get("target") or {}
+    load = manifest.get("load") or {}
+    load_text = str(load.get("mode", "—"))
+    if load.get("users"):
+        load_text += f", {load['users']} users"
+    if load.get("rate_rps"):
+        load_text += f", {load['rate_rps']} req/s {load.get('arrival') or ''}".rstrip()
+    return {
+        "label": analysis.label,
+        "status": str(manifest.get("status", "unknown")),
+        "end_reason": str(manifest.get("end_reason") or "—"),
+        "started_at": str(manifest.get("started_at") or "—"),
+        "duration": fmt.seconds(analysis.timeline.duration_s),
+        "target": f"{target.get('url', '—')} ({target.get('kind', '?')}, {target.get('api', '?')})",
+        "load": load_text,
+        "window": fmt.seconds(analysis.settings.window_s),
+    }
+
+
+def verdict(analysis: RunAnalysis) -> dict[str, Any]:
+    items = []
+    if analysis.slo_results:
+        met = sum(1 for r in analysis.slo_results if r.met)
+        failed = [r.target.key for r in analysis.slo_results if r.met is False]
+        unknown = sum(1 for r in analysis.slo_results if r.met is None)
+        status = "fail" if failed else ("warn" if unknown else "ok")
+        text = f"SLOs: {met} of {len(analysis.slo_results)} met"
+        if failed:
+            text += " (missed: " + ", ".join(failed) + ")"
+        items.append({"status": status, "text": text})
+    else:
+        items.append({"status": "none", "text": "SLOs: none set"})
+    fidelity = analysis.fidelity
+    items.append(
+        {
+            "status": "ok" if fidelity.ok else "warn",
+            "text": "client fidelity OK"
+            if fidelity.ok
+            else "client fidelity flagged: " + "; ".join(fidelity.reasons),
+        }
+    )
+    total = analysis.total
+    error_status = "ok" if total.errors == 0 else ("warn" if total.error_pct < 1.0 else "fail")
+    items.append(
+        {
+            "status": error_status,
+            "text": f"errors: {fmt.count(total.errors)} of {fmt.count(total.requests)} "
+            f"({fmt.pct(total.error_pct, 2)})",
+        }
+    )
+    fired = [a for a in analysis.alerts if a.fired]
+    items.append(
+        {
+            "status": "warn" if fired else "ok",
+            "text": f"alerts: {len(fired)} of {len(analysis.alerts)} fired"
+            if analysis.alerts
+            else "alerts: no rules",
+        }
+    )
+    status_manifest = str(analysis.manifest.get("status", "unknown"))
+    if status_manifest != "completed":
+        items.append({"status": "warn", "text": f"run status: {status_manifest}"})
+    rank = {"fail": 3, "warn": 2, "ok": 1, "none": 0}
+    worst = max((i["status"] for i in items), key=lambda s: rank[s])
+    return {"overall": "ok" if worst == "none" else worst, "checks": items}
+
+
+def slo_rows(analysis: RunAnalysis) -> list[dict[str, str]]:
+    return [
+        {
+            "key": r.target.key,
+            "observed": fmt.ms(r.observed_ms),
+            "threshold": fmt.ms(r.target.threshold_ms),
+            "status": "met" if r.met else ("missed" if r.met is False else "no data"),
+        }
+        for r in analysis.slo_results
+    ]
+
+
+def headline_figures(analysis: RunAnalysis) -> list[dict[str, str]]:
+    """The run-wide figures a reader checks first, as (label, value) rows: volume,
+    errors, throughput, goodput, and p50 / p99 of each latency (ITL between reads when
+    some tokens came in one read)."""
+    total = analysis.total
+    rows = [
+        {"label": "requests", "value": f"{fmt.count(total.ok)} ok of {fmt.count(total.requests)}"},
+        {"label": "errors", "value": fmt.pct(total.error_pct, 2)},
+        {
+            "label": "throughput",
+            "value": f"{fmt.rate(total.req_per_s)} req/s · "
+            f"{fmt.rate(total.output_tokens_per_s)} output tok/s",
+        },
+        {
+            "label": "goodput",
+            "value": f"{fmt.rate(total.goodput_rps)} req/s "
+            f"({fmt.pct(total.good_fraction * 100.0)} good)",
+        },
+    ]
+    delivery = next((r for r in analysis.reads if r.workload == total.workload), None)
+    for metric, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"),
+                          ("e2e_ms", "E2E")):
+        dist = total.latency.get(metric)
+        if metric == "itl_ms" and delivery is not None and delivery.same_read_gaps:
+            dist, label = delivery.between_reads, ITL_BETWEEN_READS
+        if dist is None or dist.n == 0:
+            continue
+        rows.append(
+            {
+                "label": f"{label} p50 / p99",
+                "value": f"{fmt.ms(dist.percentiles['p50'])} / "
+                f"{fmt.ms(dist.percentiles['p99'])} ms",
+            }
+        )
+    return rows
+
+
+def headline_chart(analysis: RunAnalysis, charts: list[Chart]) -> str:
+    """The first screen's chart: TTFT p50 and p99 per window (does latency hold over
+    the run?), or offered vs achieved load when no window has a TTFT."""
+    data = analysis.charts_series
+    x = data.timeline.starts_s + data.timeline.window_s / 2.0
+    x_range = (0.0, data.timeline.duration_s)
+    series = [
+        Series(stat, data.latency[column].to_numpy())
+        for stat, column in (("p50", "ttft_p50_ms"), ("p99", "ttft_p99_ms"))
+        if column in data.latency.columns and np.isfinite(data.latency[column].to_numpy()).any()
+    ]
+    if series:
+        chart = time_chart("headline-ttft", "TTFT per window (ms)", x, x_range, "ms", series)
+    else:
+        chart = time_chart(
+            "headline-load",
+            "Offered vs achieved load (req/s)",
+            x,
+            x_range,
+            "req/s",
+            [
+                Series("offered", data.load["offered_rps"].to_numpy()),
+                Series("achieved (ok)", data.load["achieved_rps"].to_numpy()),
+            ],
+        )
+    return add_chart(charts, chart)

@@ -1,0 +1,188 @@
+"""The report's time-series section: load and latency per window, and the telemetry
+lanes grouped into charts on the run's one time axis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zerohop.report import formatting as fmt
+from zerohop.report.analysis import RunAnalysis, TimeSeriesData
+from zerohop.report.charts import Chart, Series, add_chart
+from zerohop.report.legend import brief_names
+
+
+@dataclass(frozen=True)
+class LaneGroup:
+    """Telemetry metrics drawn in one chart, with a display scale and unit."""
+
+    title: str
+    metrics: tuple[str, ...]
+    unit: str
+    scale: float = 1.0
+
+
+# The telemetry lanes of the time-series section, in order. Metrics not listed get a
+# chart of their own after these; loadgen_* lanes belong to the fidelity section.
+LANE_GROUPS: tuple[LaneGroup, ...] = (
+    LaneGroup("SM utilisation", ("gpu_sm_util_pct",), "%"),
+    LaneGroup("GPU memory used", ("gpu_mem_used_bytes",), "GB", 1e-9),
+    LaneGroup("Memory controller utilisation", ("gpu_mem_util_pct",), "%"),
+    LaneGroup("PCIe RX / TX", ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s"), "GB/s", 1e-9),
+    LaneGroup("Power", ("gpu_power_w", "gpu_power_avg_w"), "W"),
+    LaneGroup("Temperature", ("gpu_temp_c",), "°C"),
+    LaneGroup("Server queue", ("queue_depth", "running_requests"), "requests"),
+    LaneGroup("KV cache usage", ("kv_cache_usage_frac",), "%", 100.0),
+    LaneGroup("Server TTFT (scraped)", ("server_ttft_p50_s", "server_ttft_p99_s"), "ms", 1e3),
+    LaneGroup(
+        "Server token throughput",
+        ("prompt_tokens_per_s", "generation_tokens_per_s"),
+        "tokens/s",
+    ),
+    LaneGroup("Preemptions", ("preemptions_per_s",), "per s"),
+    LaneGroup("SM clock", ("gpu_sm_clock_mhz",), "MHz"),
+)
+FIDELITY_GROUP = LaneGroup("Load generator CPU", ("loadgen_cpu_pct",), "%")
+HIDDEN_METRICS: frozenset[str] = frozenset(
+    {
+        "gpu_mem_total_bytes",
+        "gpu_throttle_reasons",
+        "pcie_link_gen",
+        "pcie_link_width",
+        "loadgen_rss_bytes",
+        "loadgen_loop_lag_ms",
+        "loadgen_cpu_pct",
+    }
+)
+SHORT_METRIC: dict[str, str] = {
+    "pcie_rx_bytes_per_s": "RX",
+    "pcie_tx_bytes_per_s": "TX",
+    "queue_depth": "waiting",
+    "running_requests": "running",
+    "server_ttft_p50_s": "p50",
+    "server_ttft_p99_s": "p99",
+    "prompt_tokens_per_s": "prompt",
+    "generation_tokens_per_s": "generation",
+    "gpu_power_w": "power",
+    "gpu_power_avg_w": "avg power",
+}
+
+
+
+
+def timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]:
+    data = analysis.charts_series
+    x = data.timeline.starts_s + data.timeline.window_s / 2.0
+    x_range = (0.0, data.timeline.duration_s)
+    section_charts = []
+    load = time_chart(
+        "load",
+        "Offered vs achieved load",
+        x,
+        x_range,
+        "req/s",
+        [
+            Series("offered", data.load["offered_rps"].to_numpy()),
+            Series("achieved (ok)", data.load["achieved_rps"].to_numpy()),
+            Series("errors", data.load["error_rps"].to_numpy(), "dashed"),
+        ],
+    )
+    section_charts.append(add_chart(charts, load))
+    for metric, title in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E")):
+        columns = [c for c in data.latency.columns if c.startswith(f"{metric}_p")]
+        series = [
+            Series(c.removeprefix(f"{metric}_").removesuffix("_ms"), data.latency[c].to_numpy())
+            for c in columns
+            if np.isfinite(data.latency[c].to_numpy()).any()
+        ]
+        if series:
+            chart = time_chart(
+                f"latency-{metric}", f"{title} percentiles per window", x, x_range, "ms", series
+            )
+            section_charts.append(add_chart(charts, chart))
+    lanes_charts = []
+    for group in _lane_groups(data):
+        lane = lane_chart(group, data, x, x_range)
+        if lane is not None:
+            lanes_charts.append(add_chart(charts, lane))
+    return {
+        "charts": section_charts,
+        "lanes": lanes_charts,
+        "window": fmt.seconds(data.timeline.window_s),
+        "gaps": [
+            {
+                "at": fmt.seconds(g.ts - analysis.timeline.t0),
+                "source": g.source,
+                "reason": g.reason,
+                "length": fmt.seconds(g.seconds),
+            }
+            for g in analysis.gaps
+        ],
+    }
+
+
+def _lane_groups(data: TimeSeriesData) -> list[LaneGroup]:
+    present = set(data.lane_metrics.values())
+    groups = [g for g in LANE_GROUPS if present & set(g.metrics)]
+    listed = {m for g in LANE_GROUPS for m in g.metrics}
+    for metric in sorted(present - listed - HIDDEN_METRICS):
+        groups.append(LaneGroup(metric, (metric,), ""))
+    return groups
+
+
+def lane_chart(
+    group: LaneGroup, data: TimeSeriesData, x: np.ndarray, x_range: tuple[float, float]
+) -> Chart | None:
+    """One chart of a lane group: brief legend names (`GPU 0`, `RX GPU 3`), each lane's
+    full key on hover."""
+    picked: list[tuple[str, str, np.ndarray]] = []
+    for key, metric in sorted(data.lane_metrics.items(), key=lambda kv: _lane_sort(kv[0])):
+        if metric not in group.metrics or key not in data.lanes.columns:
+            continue
+        values = data.lanes[key].to_numpy() * group.scale
+        if np.isfinite(values).any():
+            picked.append((key, metric, values))
+    if not picked:
+        return None
+    several = len(group.metrics) > 1
+    names = brief_names(
+        [(key, data.lane_labels.get(key, {})) for key, _, _ in picked],
+        [SHORT_METRIC.get(metric, metric) if several else "" for _, metric, _ in picked],
+    )
+    series = [
+        Series(name.brief, values, full_label=name.full)
+        for name, (_, _, values) in zip(names, picked, strict=True)
+    ]
+    title = f"{group.title} ({group.unit})" if group.unit else group.title
+    chart_id = "lane-" + "-".join(group.metrics[:1])
+    return time_chart(chart_id, title, x, x_range, group.unit, series)
+
+
+def _lane_sort(key: str) -> tuple[str, int, str]:
+    metric, _, rest = key.partition("{gpu=")
+    number = rest.split("}", 1)[0]
+    return (metric, int(number) if number.isdigit() else -1, key)
+
+
+def time_chart(
+    chart_id: str,
+    title: str,
+    x: np.ndarray,
+    x_range: tuple[float, float],
+    unit: str,
+    series: list[Series],
+) -> Chart:
+    return Chart(
+        chart_id=chart_id,
+        title=title,
+        kind="time",
+        x=x,
+        series=series,
+        x_label="seconds since start",
+        y_label=unit,
+        x_range=x_range,
+    )
+
+
