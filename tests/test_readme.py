@@ -16,7 +16,6 @@ import pytest
 
 from zerohop.cli import cli
 
-pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 
@@ -46,6 +45,7 @@ def _locust_commands() -> list[list[str]]:
     return [words[1:] for words in bash_commands() if words[0] == "locust"]
 
 
+@pytest.mark.unit
 def test_readme_starts_with_the_two_fresh_machine_commands() -> None:
     head = README.split("## Pointing at a real server")[0]
     blocks = re.findall(r"```bash\n(.*?)```", head, flags=re.S)
@@ -57,6 +57,7 @@ def test_readme_starts_with_the_two_fresh_machine_commands() -> None:
     assert "pip install -q -e '.[dev]'" in ci and "-m pytest" in ci
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("args", _zerohop_commands(), ids=lambda a: " ".join(a)[:60])
 def test_every_zerohop_command_parses(args: list[str]) -> None:
     ctx = click.Context(cli)
@@ -65,6 +66,7 @@ def test_every_zerohop_command_parses(args: list[str]) -> None:
     command.make_context(args[0], list(args[1:]), parent=ctx)  # raises on a bad flag
 
 
+@pytest.mark.integration  # runs Locust's parser in a child process
 def test_every_locust_command_parses() -> None:
     """Parsed by Locust's own parser plus zerohop's flags, in a child process: importing
     Locust monkey-patches the interpreter, which the rest of the test session must not
@@ -90,6 +92,7 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
+@pytest.mark.unit
 def test_readme_mentions_every_subcommand() -> None:
     ctx = click.Context(cli)
     for name in cli.list_commands(ctx):

@@ -6,9 +6,8 @@ Noise-aware in two layers, because one short run on a shared machine proves litt
 1. the samples of each side are pooled and compared with the report's own bootstrap
    machinery (`report.compare.compare_runs`: per-percentile deltas, confidence
    intervals, relative-threshold presets) — a delta must clear both;
-2. the delta must also exceed the run-to-run spread of that percentile (max − min over
-   the baseline's and over the candidate's samples), so a run-level disturbance that
-   the per-request bootstrap cannot see (another process on the CPU) does not count.
+2. the run-to-run noise band (`noise_band`): a delta inside it, or a candidate whose
+   samples all fall where the baseline's did, is "within noise", never better or worse.
 
 History layout: `DIR/history.jsonl` (one entry per nightly), `DIR/runs/<id>/` (the
 sample runs and the pooled comparison page), `DIR/nightly-<id>.html` and
@@ -36,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from zerohop.jsonl import without_nan
 from zerohop.main_job import EXIT_BAD_INPUT, RunError, RunPlan, RunResult, run_once
+from zerohop.noise_band import sample_figures_of, spread, within_noise
 
 HISTORY_FILE = "history.jsonl"
 EXIT_PASS, EXIT_REGRESSION = 0, 1
@@ -287,10 +287,11 @@ def compare_samples(
         for row in metric.rows:
             if row.stat not in settings.stats:
                 continue
-            band = max(_spread(base_runs, metric.metric, row.stat),
-                       _spread(cand_runs, metric.metric, row.stat))
+            base = sample_figures_of(base_runs, metric.metric, row.stat)
+            cand = sample_figures_of(cand_runs, metric.metric, row.stat)
+            band = max(spread(base), spread(cand))
             verdict = row.verdict
-            if verdict in ("worse", "better") and abs(row.delta) <= band:
+            if verdict in ("worse", "better") and within_noise(row.delta, base, cand, band):
                 verdict = "within noise"
             rows.append(GateRow(metric.metric, row.stat, row.base, row.candidate, row.delta,
                                 row.delta_pct, row.ci_low, row.ci_high, band, row.verdict,
@@ -323,17 +324,6 @@ def pool_runs(runs: Sequence[Any], label: str) -> Any:
         telemetry=first.telemetry.iloc[0:0], microbench=None,
         requests_source=first.requests_source, notes=[],
     )
-
-
-def _spread(runs: Sequence[Any], metric: str, stat: str) -> float:
-    """max − min of one percentile over the samples (0 with fewer than two)."""
-    from zerohop.report.compare import ok_values
-    from zerohop.report.summary import ALL_WORKLOADS
-
-    q = float(stat[1:])
-    values = [np.percentile(v, q) for r in runs
-              if (v := ok_values(r, ALL_WORKLOADS, metric)).size]
-    return float(max(values) - min(values)) if len(values) > 1 else 0.0
 
 
 def _status(gates: Sequence[GateRow], microbench_regressed: bool) -> Status:

@@ -21,13 +21,12 @@ from zerohop.http_stream import (
 )
 from zerohop.protocols import HttpRequest
 
-pytestmark = pytest.mark.unit
-
 
 def chunked(*payloads: bytes) -> bytes:
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in payloads) + b"0\r\n\r\n"
 
 
+@pytest.mark.unit
 def test_chunked_decoder_any_split() -> None:
     payloads = [b"data: a\n\n", b"data: bb\r\n\r\n", b"x" * 300, b"0\r\n\r\n"]
     raw = chunked(*payloads)
@@ -38,6 +37,7 @@ def test_chunked_decoder_any_split() -> None:
         assert dec.done
 
 
+@pytest.mark.unit
 def test_chunked_decoder_payload_ending_like_terminator_is_not_the_end() -> None:
     # a chunk whose payload ends in "0\r\n\r\n" must not be taken for the last chunk
     dec = ChunkedDecoder()
@@ -47,6 +47,7 @@ def test_chunked_decoder_payload_ending_like_terminator_is_not_the_end() -> None
     assert not dec.done
 
 
+@pytest.mark.unit
 def test_chunked_decoder_rejects_garbage() -> None:
     with pytest.raises(ValueError):
         ChunkedDecoder().feed(b"zz\r\nhello\r\n")
@@ -96,6 +97,7 @@ def _chunk(p: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(p), p)
 
 
+@pytest.mark.integration  # a real local socket
 def test_reads_timestamped_as_they_arrive() -> None:
     server = PacedServer([(0.0, HEAD), (0.05, _chunk(b"data: 1\n\n")),
                           (0.05, _chunk(b"data: 2\n\n")), (0.0, b"0\r\n\r\n")])
@@ -111,6 +113,7 @@ def test_reads_timestamped_as_they_arrive() -> None:
     sock.close()
 
 
+@pytest.mark.integration  # a real local socket
 def test_ttft_timeout_applies_before_content() -> None:
     server = PacedServer([(0.0, HEAD), (1.0, _chunk(b"data: 1\n\n"))])
     ex, _ = stream_request(server.url, REQ, Timeouts(ttft_s=0.2),
@@ -119,6 +122,7 @@ def test_ttft_timeout_applies_before_content() -> None:
     assert 0.15 < (ex.end_ns - ex.sent_ns) / 1e9 < 0.8
 
 
+@pytest.mark.integration  # a real local socket
 def test_stall_after_first_content() -> None:
     server = PacedServer([(0.0, HEAD), (0.0, _chunk(b"data: 1\n\n")),
                           (1.0, _chunk(b"data: 2\n\n"))])
@@ -128,6 +132,7 @@ def test_stall_after_first_content() -> None:
     assert ex.first_content_ns is not None
 
 
+@pytest.mark.integration  # a real local socket
 def test_total_timeout_wins_when_shorter() -> None:
     steps = [(0.0, HEAD)] + [(0.05, _chunk(b"data: x\n\n"))] * 20
     server = PacedServer(steps)
@@ -135,12 +140,14 @@ def test_total_timeout_wins_when_shorter() -> None:
     assert ex.end == END_TIMEOUT_TOTAL
 
 
+@pytest.mark.integration  # a real local socket
 def test_close_without_last_chunk_is_eof() -> None:
     server = PacedServer([(0.0, HEAD), (0.0, _chunk(b"data: 1\n\n"))])
     ex, sock = stream_request(server.url, REQ, Timeouts(ttft_s=5, stall_s=5))
     assert ex.end == END_EOF and sock is None
 
 
+@pytest.mark.integration  # a real local socket
 def test_connect_error() -> None:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -150,6 +157,7 @@ def test_connect_error() -> None:
     assert ex.end == END_CONNECT_ERROR and sock is None and ex.error
 
 
+@pytest.mark.integration  # a real local socket
 def test_kernel_timestamps_stamp_arrival_not_the_late_read() -> None:
     """Bytes that sat unread for 300 ms are stamped when they arrived (Linux kernel
     receive stamps), not when Python got round to reading them."""

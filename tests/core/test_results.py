@@ -16,8 +16,6 @@ import pytest
 from zerohop import results
 from zerohop.records import RECORD_FIELDS, RequestRecord
 
-pytestmark = pytest.mark.unit
-
 
 def _row(i: int, **kw: object) -> dict:
     r = RequestRecord(request_id=f"r{i}", workload="w", api="openai-chat", model="m",
@@ -28,12 +26,14 @@ def _row(i: int, **kw: object) -> dict:
     return row
 
 
+@pytest.mark.unit
 def test_new_run_dir_unique(tmp_path: Path) -> None:
     a = results.new_run_dir(tmp_path, "my run!")
     b = results.new_run_dir(tmp_path, "my run!")
     assert a != b and a.name.endswith("my-run") and (a / "records").is_dir()
 
 
+@pytest.mark.unit
 def test_sink_consolidate_dedupes_and_tolerates_a_torn_line(tmp_path: Path) -> None:
     run = results.new_run_dir(tmp_path, "t")
     sink = results.RecordSink(run, "p1")
@@ -50,6 +50,7 @@ def test_sink_consolidate_dedupes_and_tolerates_a_torn_line(tmp_path: Path) -> N
     assert table.column("itl_ms").to_pylist()[0] == [1.0, 2.0]
 
 
+@pytest.mark.integration  # kills a real writer process
 def test_kill_minus_nine_keeps_flushed_records(tmp_path: Path) -> None:
     """A writer killed with SIGKILL: everything older than the flush interval is on disk."""
     code = f"""
@@ -79,6 +80,7 @@ while True:
     assert sorted(ids) == list(range(len(ids)))  # a prefix: nothing in the middle lost
 
 
+@pytest.mark.unit
 def test_secrets_never_reach_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-test-SECRET-0123456789"
     monkeypatch.setenv("OPENAI_API_KEY", secret)

@@ -22,7 +22,7 @@ from typing import Any  # noqa: E402
 import gevent  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
-from tests.reliability.fault_cases import CASES  # noqa: E402
+from tests.reliability.fault_cases import FAULTS  # noqa: E402
 from zerohop.http_stream import Timeouts  # noqa: E402
 from zerohop.loadgen.client import LLMClient, RequestSpec  # noqa: E402
 from zerohop.loadgen.runtime import ProcessRuntime  # noqa: E402
@@ -69,7 +69,7 @@ def main(url: str, closed_url: str, out_dir: Path, api: str, repeats: int) -> No
     anchor = ClockAnchor.now()
     jobs = []
     sent: list[str] = []
-    for case, (fault, _expected) in CASES.items():
+    for case, fault in FAULTS.items():
         base = closed_url if fault == "REFUSED" else url
         adapter = FaultAdapter(create_adapter(api), None if fault == "REFUSED" else fault)
         for i in range(repeats):

@@ -109,7 +109,7 @@ def _assert_one_clear_line(res, words: list[str]) -> None:  # type: ignore[no-un
         assert word in errors[0], errors[0]
 
 
-@pytest.mark.unit
+@pytest.mark.integration  # runs `zerohop run` as a child process
 @pytest.mark.parametrize("case", [pytest.param(c, marks=XFAIL.get(c, ())) for c in CASES])
 def test_zerohop_run_rejects(case: str, tmp_path: Path) -> None:
     text, flags, words = CASES[case]

@@ -46,6 +46,13 @@ def test_lag_window_summarises_once_per_window() -> None:
     assert window.flush() == []
 
 
+def burn_cpu(seconds: float) -> None:
+    """Run on this process's CPU until it has used `seconds` of CPU time."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        sum(i * i for i in range(10_000))
+
+
 @pytest.mark.integration  # starts a child process
 def test_process_sampler_reads_cpu_and_rss_and_marks_an_exited_process() -> None:
     c = clock()
@@ -55,11 +62,18 @@ def test_process_sampler_reads_cpu_and_rss_and_marks_an_exited_process() -> None
         sampler.add_pid(child.pid)
         sampler.add_pid(child.pid)  # idempotent
         assert sampler.start(1.0) == []  # first readings only prime cpu_percent
-        sum(i * i for i in range(200_000))  # burn some CPU
+        wall0 = time.monotonic()
+        burn_cpu(0.3)  # in the measured process: this one
+        wall = time.monotonic() - wall0
         rows = sampler.tick(2.0)
         mine = {r.metric: r.value for r in rows if r.source == f"loadgen:h:{os.getpid()}"}
+        idle = {r.metric: r.value for r in rows if r.source == f"loadgen:h:{child.pid}"}
         assert mine["loadgen_rss_bytes"] > 10e6
-        assert mine["loadgen_cpu_pct"] >= 0.0
+        # psutil divides CPU time by wall time since priming: at least the 0.3 s burned
+        # over the burn's wall time (plus the few ms around it), in percent of a core
+        assert mine["loadgen_cpu_pct"] > 0.0
+        assert mine["loadgen_cpu_pct"] >= 0.5 * 100 * 0.3 / wall, (mine, wall)
+        assert idle["loadgen_cpu_pct"] < mine["loadgen_cpu_pct"]  # the child only sleeps
         assert {r.source for r in rows} == {f"loadgen:h:{os.getpid()}", f"loadgen:h:{child.pid}"}
         child.kill()
         child.wait()
@@ -90,14 +104,33 @@ def test_gevent_probe_sees_a_blocked_hub() -> None:
     assert all(r.source == "loadgen:h:1" for r in rows)
 
 
+def hold_the_gil(seconds: float) -> float:
+    """Keep the GIL for about `seconds` in one C call (no bytecode runs, so no other
+    thread can take it); returns how long it really held it, in ms."""
+    n = 1_000_000
+    start = time.perf_counter()
+    sum(range(n))
+    per_item = (time.perf_counter() - start) / n
+    start = time.perf_counter()
+    sum(range(int(seconds / per_item)))
+    return (time.perf_counter() - start) * 1000.0
+
+
 @pytest.mark.unit
 def test_thread_probe_measures_wakeup_lateness() -> None:
     probe = start_thread_lag_probe("loadgen:h:2", clock(), window_s=0.1)
-    time.sleep(0.35)
+    time.sleep(0.15)
+    blocked_ms = hold_the_gil(0.15)  # the probe's thread cannot run: it wakes that late
+    time.sleep(0.15)
     rows = probe.drain() + probe.stop()
     assert probe.readings >= 10
     assert len(stats(rows)) == 3
-    assert all(r.value >= 0.0 for r in rows)
+    worst = max(r.value for r in rows if json.loads(r.labels)["stat"] == "max")
+    # a 10 ms sleep that began before the block ends when the block does: it is late by
+    # the block less at most one interval; half of the block is a bound any machine keeps
+    assert worst >= 0.5 * blocked_ms, (worst, blocked_ms)
+    typical = sorted(r.value for r in rows if json.loads(r.labels)["stat"] == "mean")
+    assert typical[0] < worst  # and the windows without the block are not all as late
 
 
 @pytest.mark.unit

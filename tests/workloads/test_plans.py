@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 
 from tests.workloads.conftest import trace_path
+from zerohop.sim import tokens as sim_tokens
 from zerohop.workloads.plans import PlannedRequest, make_planner, zipf_probabilities
 from zerohop.workloads.prompts import TokenCalibration
 from zerohop.workloads.spec import WorkloadError, parse_workloads
 from zerohop.workloads.traces import TraceRequest, read_trace
 
 pytestmark = pytest.mark.unit
-
-sim_tokens = pytest.importorskip("zerohop.sim.tokens", reason="embedded target not built")
 
 
 def _spec(data: dict[str, Any]) -> Any:

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+from zerohop.sim import tokens as sim_tokens
 from zerohop.workloads.prompts import (
     PromptBuilder,
     TokenCalibration,
@@ -16,8 +17,6 @@ from zerohop.workloads.prompts import (
 )
 
 pytestmark = pytest.mark.unit
-
-sim_tokens = pytest.importorskip("zerohop.sim.tokens", reason="embedded target not built")
 
 
 def _chat_tokens(text: str) -> int:
@@ -109,14 +108,26 @@ def test_vocabulary_is_generated_not_copied() -> None:
     assert PromptBuilder(vocabulary_seed=1).vocabulary != words
 
 
-def test_a_128k_token_prompt_is_built_well_under_a_second() -> None:
+def test_a_128k_token_prompt_costs_linear_time() -> None:
+    """Building a prompt scales with its length: 32x the tokens cost well under 100x the
+    time (a quadratic builder would cost ~1000x). Both sizes are timed in this run, best of
+    five, so the check holds on a slow machine as on a fast one; the absolute cost is in
+    tests/workloads/bench_workloads.py."""
     builder = PromptBuilder()
     calibration = default_calibration("openai-chat", builder)
-    rng = np.random.default_rng(0)
-    started = time.perf_counter()
-    text = builder.build_for_tokens(131072, rng, calibration)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 0.5, elapsed  # typically ~5 ms; generous for a busy CI machine
+
+    def best_of_five(tokens: int) -> tuple[float, str]:
+        timings, text = [], ""
+        for seed in range(5):
+            rng = np.random.default_rng(seed)
+            started = time.perf_counter()
+            text = builder.build_for_tokens(tokens, rng, calibration)
+            timings.append(time.perf_counter() - started)
+        return min(timings), text
+
+    small_s, _ = best_of_five(4096)
+    large_s, text = best_of_five(131072)
+    assert large_s < 100 * small_s, (large_s, small_s)
     assert abs(_chat_tokens(text) - 131072) < 0.01 * 131072
 
 

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.workloads.conftest import TRACES_DIR, WORKLOADS_DIR
+from tests.workloads.conftest import TRACES_DIR, WORKLOADS_DIR, trace_path
 from zerohop.workloads import reference
+from zerohop.workloads.data_paths import package_data_dir
 from zerohop.workloads.spec import (
     KIND_CLASS_NAMES,
     ClosedLoad,
@@ -41,17 +43,36 @@ def test_the_repository_ships_the_documented_files() -> None:
     } <= names
 
 
+def _traces_named_in(path: Path) -> set[str]:
+    """The file names of the public traces a workload file replays (its `trace:` fields),
+    read from the YAML itself so that a missing trace skips only the files that need it.
+    A trace that ships in the package (`${ZEROHOP_DATA}`) is not one of them."""
+    data = yaml.safe_load(path.read_text())
+    entries = data.get("workloads", [data]) if isinstance(data, dict) else []
+    return {Path(str(e["trace"])).name for e in entries if isinstance(e, dict)
+            and "trace" in e and not str(e["trace"]).startswith("${ZEROHOP_DATA}")}
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
-def test_every_shipped_workload_file_loads(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZEROHOP_TRACES", str(TRACES_DIR))
-    if not TRACES_DIR.is_dir():
-        pytest.skip(f"public traces not found in {TRACES_DIR}")
+def test_every_shipped_workload_file_loads(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    needed = _traces_named_in(path)
+    for name in sorted(needed):
+        trace_path(name)  # skips, naming the trace, where it is missing
+    # a file that names no trace must load with no trace folder at all
+    monkeypatch.setenv("ZEROHOP_TRACES", str(TRACES_DIR if needed else tmp_path / "no-traces"))
     loaded = load_workload_file(path)
     assert loaded.workloads
+    replays = [spec for spec in loaded.workloads if isinstance(spec, TraceReplaySpec)]
+    shipped = [spec for spec in replays if spec.trace.is_relative_to(package_data_dir())]
+    assert {spec.trace.name for spec in replays if spec not in shipped} == needed
     for spec in loaded.workloads:
         assert spec.kind in KIND_CLASS_NAMES
-        if isinstance(spec, TraceReplaySpec):
-            assert spec.trace.is_absolute() and spec.trace.is_file()
+    for spec in replays:
+        if spec not in shipped:
+            assert spec.trace == (TRACES_DIR / spec.trace.name).resolve()
+        assert spec.trace.is_file()
 
 
 def test_the_default_trace_folder_is_next_to_the_repository(
@@ -59,10 +80,22 @@ def test_the_default_trace_folder_is_next_to_the_repository(
 ) -> None:
     monkeypatch.delenv("ZEROHOP_TRACES", raising=False)
     default = (WORKLOADS_DIR.parent.parent / "shared" / "traces").resolve()
-    if not (default / "AzureLLMInferenceTrace_conv.csv").is_file():
+    if not (default / "conversation_trace.jsonl").is_file():
         pytest.skip(f"no traces at the default place {default}")
+    specs = load_workload_file(WORKLOADS_DIR / "all.yaml").workloads
+    replay = next(s for s in specs if isinstance(s, TraceReplaySpec))
+    assert replay.trace == default / "conversation_trace.jsonl"
+
+
+def test_the_default_trace_replay_ships_its_own_trace(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    """A fresh clone or install, with no public traces anywhere, still replays real
+    arrivals: the default TraceReplay reads the slice in the package."""
+    monkeypatch.setenv("ZEROHOP_TRACES", str(tmp_path / "no-traces"))
+    monkeypatch.delenv("ZEROHOP_DATA", raising=False)
     spec: Any = load_workload_file(WORKLOADS_DIR / "trace_replay_azure_conv.yaml").workloads[0]
-    assert spec.trace == default / "AzureLLMInferenceTrace_conv.csv"
+    assert spec.trace == (package_data_dir() / "traces" / "azure_conv_first3600.csv").resolve()
+    assert spec.trace.is_file()
 
 
 def test_env_variable_overrides_the_trace_folder(
@@ -202,8 +235,8 @@ MALFORMED: list[tuple[str, Any, str, str]] = [
     ids=[case[0] for case in MALFORMED],
 )
 def test_malformed_specs_name_the_field(data: Any, path: str, fragment: str) -> None:
-    if "trace" in str(data) and _SHAREGPT in str(data) and not Path(_SHAREGPT).is_file():
-        pytest.skip("public traces not available")
+    if _SHAREGPT in str(data):
+        trace_path(Path(_SHAREGPT).name)  # skips, naming the trace, where it is missing
     with pytest.raises(WorkloadError) as caught:
         parse_workloads(data, source="w.yaml")
     message = str(caught.value)

@@ -45,6 +45,11 @@ class StepTimer:
         # opened at the first wait: engines built for offline simulation never need one
         self._try_timerfd = sys.platform.startswith("linux") and _perf_counter_is_monotonic()
 
+    @property
+    def kernel_timer_fd(self) -> int | None:
+        """The timerfd the waits arm, once one is open (None: the loop's own timer)."""
+        return self._fd if self._arm is not None else None
+
     def _open_timerfd(self) -> None:
         self._try_timerfd = False
         try:
