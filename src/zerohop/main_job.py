@@ -6,7 +6,9 @@ microbenchmarks when a CUDA device is present, write the results folder and the 
 print a summary and the report's path.
 
 Exit codes: 0 ok · 1 an SLO was missed · 2 bad input · 3 target unreachable ·
-130/143 stopped by SIGINT/SIGTERM (the folder and report are still written).
+4 no request succeeded · 5 a load-generator worker failed or left early (the run is
+partial) · 130/143 stopped by SIGINT/SIGTERM (the folder and report are still written,
+as they are for 1, 4 and 5).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from zerohop import results
 from zerohop.workloads.spec import KIND_CLASS_NAMES
 
 EXIT_OK, EXIT_SLO, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
+EXIT_NO_SUCCESS = 4  # the run measured only failures (or sent nothing)
+EXIT_WORKER_FAILED = 5  # a Locust worker failed or left early: the run is partial
 EXIT_INTERRUPTED_BASE = 128  # + the signal number, as shells report it
-LOADTESTS = Path(__file__).resolve().parents[2] / "loadtests"
 CLASS_NAMES = tuple(KIND_CLASS_NAMES.values())
 
 
@@ -128,7 +131,12 @@ def run_command(**kw: Any) -> None:
 def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     from zerohop.loadgen.options import parse_slo
     from zerohop.loadgen.workload_binding import check_inputs, load_workloads
+    from zerohop.shipped import ShippedFilesError, loadtests_dir, workloads_dir
 
+    try:  # an incomplete install says so in one line, before anything starts
+        loadtests_dir(), workloads_dir()
+    except ShippedFilesError as exc:
+        raise RunError(str(exc), EXIT_BAD_INPUT) from None
     try:
         duration = parse_duration(kw["duration"])
         slo = parse_slo(kw["slo"])
@@ -248,8 +256,10 @@ def check_reachable(host: str) -> None:
 
 
 def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
+    from zerohop.shipped import loadtests_dir
+
     cmd = [
-        sys.executable, "-m", "locust", "-f", str(LOADTESTS), "--headless",
+        sys.executable, "-m", "locust", "-f", str(loadtests_dir()), "--headless",
         "-u", str(plan.users), "-r", str(max(plan.users, 1)), "-t", f"{int(plan.duration_s)}s",
         "--host", host, "--stop-timeout", "5", "--csv", str(run_dir / "locust"),
         "--only-summary", "--loglevel", "WARNING",
@@ -273,6 +283,7 @@ def _slo_text(slo: dict[str, float]) -> str:
 
 
 def _run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
+    from zerohop.loadgen.selection import announce_selection
     from zerohop.progress import follow_progress
 
     cmd = locust_command(plan, host, run_dir)
@@ -283,21 +294,60 @@ def _run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
                                 start_new_session=True)
         with _forwarding_stop_signals(proc) as received:
+            announce_selection(proc.poll, run_dir)
             follow_progress(proc, run_dir, plan.duration_s)
             proc.wait()
+    relay_warnings(log_path)
     code = proc.returncode
     if received:
         manifest = results.read_manifest(run_dir)
         results.update_manifest(run_dir, status="interrupted", end_reason=received[0],
                                 locust_end_reason=manifest.get("end_reason"))
         return 128 + int(getattr(signal, received[0]))
+    if code == EXIT_WORKER_FAILED and results.read_manifest(run_dir).get("workers_failed"):
+        return code  # a partial run: still summarised and reported (see _finish)
     if code not in (0, 1):  # Locust exits 1 when any request failed
         tail = log_path.read_text(errors="replace")[-1500:]
         if "zerohop: error:" in tail:
             line = tail[tail.rindex("zerohop: error:"):].splitlines()[0]
+            results.finish_manifest(run_dir, status="refused",
+                                    end_reason=line.removeprefix("zerohop: "))
             raise RunError(line.removeprefix("zerohop: error: "), EXIT_BAD_INPUT)
         raise RunError(f"locust exited with {code}; see {log_path}:\n{tail}", EXIT_BAD_INPUT)
     return code
+
+
+WARNING_MARK = "zerohop: warning: "
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def last_error_line(log_path: Path) -> str:
+    """`: <the last exception line in Locust's log>`, or "" when it holds none: why a run
+    that recorded nothing sent nothing, in the one line that says so."""
+    if not log_path.is_file():
+        return ""
+    last, in_traceback = "", False
+    with open(log_path, errors="replace") as log:
+        for line in log:
+            if line.startswith(_TRACEBACK):
+                in_traceback = True
+            elif in_traceback and line.strip() and not line[0].isspace():
+                last, in_traceback = line.strip(), False  # the traceback's exception line
+    return f": {last[:200]}" if last else ""
+
+
+def relay_warnings(log_path: Path) -> None:
+    """The run's own one-line warnings (how prompts were sized, ...), logged by Locust's
+    processes, shown on the console once each: a user should not have to read the log."""
+    seen: list[str] = []
+    with open(log_path, errors="replace") as log:
+        for line in log:
+            if WARNING_MARK in line:
+                text = line[line.index(WARNING_MARK):].strip()
+                if text not in seen:
+                    seen.append(text)
+    for text in seen:
+        click.echo(text, err=True)
 
 
 @contextlib.contextmanager
@@ -336,7 +386,7 @@ def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
 
 def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
     from zerohop.report.build import build_report
-    from zerohop.summary import analyse, print_summary, slo_verdict
+    from zerohop.summary import analyse, no_success_reason, print_summary, slo_verdict
 
     analysis = analyse(run_dir)
     verdict = slo_verdict(analysis)
@@ -350,6 +400,19 @@ def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
         click.echo(f"report: {report_path}")
     if locust_code >= EXIT_INTERRUPTED_BASE:  # 130 SIGINT, 143 SIGTERM
         return RunResult(run_dir, locust_code, report_path)
+    failed_workers = results.read_manifest(run_dir).get("workers_failed") or []
+    if failed_workers:
+        from zerohop.loadgen.worker_health import summary_line
+
+        click.echo(f"zerohop: PARTIAL RUN: {summary_line(failed_workers)}; what it would "
+                   "have sent is missing from these figures", err=True)
+        return RunResult(run_dir, EXIT_WORKER_FAILED, report_path)
+    failed_all = no_success_reason(analysis)
+    if failed_all is not None:
+        if analysis.total.requests == 0:
+            failed_all += last_error_line(run_dir / "locust.log")
+        click.echo(f"zerohop: {failed_all}", err=True)
+        return RunResult(run_dir, EXIT_NO_SUCCESS, report_path)
     return RunResult(run_dir, EXIT_SLO if verdict.get("failed") else EXIT_OK, report_path)
 
 

@@ -110,8 +110,8 @@ class RequestRecord:
     output_tokens: int | None = None
     token_source: str | None = None  # "usage" (server-reported) or "counted"
     counted_output_tokens: int | None = None  # the client's own count: events × tokens each
-    # how the prompt was sized: usage (calibrated on the target's counts), estimate
-    # (the target's counts were unusable), token_ids (exact by construction)
+    # how the prompt was sized: tokenize (the target's /tokenize), usage (calibrated on
+    # its usage counts), estimate (its counts were unusable), token_ids (exact)
     prompt_token_source: str | None = None
     target_input_tokens: int | None = None
     max_tokens: int | None = None

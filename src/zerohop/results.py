@@ -239,6 +239,7 @@ _FLOAT = {
 }
 _INT = {
     "content_events", "input_tokens", "output_tokens", "target_input_tokens", "max_tokens",
+    "counted_output_tokens",
     "http_status", "attempt", "logical_attempts",
 }
 

@@ -52,3 +52,22 @@ def _ms(latency: dict[str, Any], metric: str, stat: str) -> str:
     if dist is None or dist.n == 0:
         return "-"
     return f"{dist.get(stat):.1f}"
+
+
+def no_success_reason(analysis: RunAnalysis) -> str | None:
+    """None when any request was `ok`; else one line saying why none was (the commonest
+    failure and one of its messages), for a run that measured nothing usable."""
+    total = analysis.total
+    if total.ok > 0:
+        return None
+    if total.requests == 0:
+        return "no request was sent (see locust.log in the results folder)"
+    failures = [o for o in analysis.outcomes if o.outcome != "ok"]
+    commonest = max(failures, key=lambda o: o.count)
+    message = next((e.message for e in analysis.error_samples
+                    if e.outcome == commonest.outcome), "")
+    line = (f"no request succeeded: {total.requests} of {total.requests} failed, "
+            f"{commonest.count} as {commonest.outcome}")
+    if message and message != "—":
+        line += ": " + " ".join(message.split())[:160]
+    return line

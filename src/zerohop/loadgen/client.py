@@ -51,6 +51,7 @@ class RequestSpec:
     scheduled_perf_ns: int | None = None
     logical_request_id: str | None = None
     attempt: int = 1
+    prompt_token_source: str | None = None  # which method sized the prompt
 
 
 class LLMClient:
@@ -109,6 +110,7 @@ class LLMClient:
             adapter=spec.adapter,
             worker=process_tag(),
             target_input_tokens=spec.target_input_tokens,
+            prompt_token_source=spec.prompt_token_source,
             max_tokens=spec.generation.max_tokens,
             logical_request_id=spec.logical_request_id or rid,
             attempt=spec.attempt,
@@ -153,6 +155,7 @@ def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: Clock
         adapter=spec.adapter, worker=process_tag(), outcome=rec.CANCELLED,
         target_input_tokens=spec.target_input_tokens, max_tokens=spec.generation.max_tokens,
         logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
+        prompt_token_source=spec.prompt_token_source,
     )
     if sent_perf_ns is not None:
         record.sent_ts = anchor.wall_s(sent_perf_ns)

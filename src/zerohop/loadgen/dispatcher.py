@@ -17,7 +17,7 @@ import gevent
 from gevent.pool import Group
 
 from zerohop.loadgen.runtime import runtime_of
-from zerohop.loadgen.workload_binding import binding_for, to_request_spec
+from zerohop.loadgen.workload_binding import binding_for
 
 log = logging.getLogger("zerohop")
 _KEY = "dispatchers"
@@ -67,7 +67,7 @@ def _dispatch(environment: Any, user_class: type) -> None:
             if cap_here is not None and len(requests) >= cap_here:
                 rt.counters.dropped_arrivals += 1
                 continue
-            spec = to_request_spec(planned, binding.model, scheduled_perf_ns=due_ns)
+            spec = binding.request_spec(planned, scheduled_perf_ns=due_ns)
             requests.spawn(run_logical_request, executor, client, spec)
         # schedule exhausted (trace end): let the last requests finish
         requests.join()

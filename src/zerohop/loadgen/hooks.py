@@ -69,10 +69,19 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
     _validate_options(environment)
     if not environment.host:
         _start_embedded_target(environment, rt)
+    _select_workloads(environment, rt)
     _open_results(environment, rt)
+    _record_selection(rt)
+    if getattr(environment, "web_ui", None) is not None:
+        from zerohop.loadgen.web_tab import install_web_tab
+
+        install_web_tab(environment, rt)
     if rt.role == "master":
+        from zerohop.loadgen import worker_health
+
         runner.register_message(MSG_RECORDS, lambda msg, **kw: _master_receive(rt, msg))
         runner.register_message(MSG_DRAINED, lambda msg, **kw: _master_drained(rt, msg))
+        worker_health.register(runner, rt)
 
 
 def _observe_stop_signals(rt: ProcessRuntime) -> None:
@@ -103,37 +112,43 @@ def _observe_stop_signals(rt: ProcessRuntime) -> None:
 
 
 def _validate_options(environment: Any) -> None:
-    """Every flag and every workload the selected user classes will run, before anything
-    starts: bad input is one line and exit 2, never a traceback mid-run. A shipped default
-    trace replay whose public trace is not on this machine is left out with a warning
-    (the user did not ask for it); a trace the user named must be there."""
-    from zerohop.loadgen.users import LLMUser
-    from zerohop.loadgen.workload_binding import (
-        check_inputs,
-        load_workloads,
-        spec_for,
-        uses_default_file,
-    )
+    """Every flag and every workload file, before anything starts: bad input is one line
+    and exit 2, never a traceback mid-run. (Whether each workload can run against this
+    target is `_select_workloads`, once the target is known.)"""
+    from zerohop.loadgen.workload_binding import load_workloads
 
     try:
         opt.parse_slo(opt.option(environment, "zh_slo"))
         load_workloads(opt.option(environment, "zh_workload"))
-        for user_class in list(environment.user_classes):
-            if not (isinstance(user_class, type) and issubclass(user_class, LLMUser)):
-                continue
-            try:
-                check_inputs(spec_for(environment, user_class))
-            except ValueError as exc:
-                missing = "trace file not found" in str(exc)
-                if not (missing and uses_default_file(environment, user_class)):
-                    raise
-                if len(environment.user_classes) == 1:
-                    raise
-                environment.user_classes.remove(user_class)
-                log.warning("zerohop: %s left out: %s", user_class.__name__, exc)
         _telemetry_sources(environment)
     except ValueError as exc:
         _fail(str(exc))
+
+
+def _select_workloads(environment: Any, rt: ProcessRuntime) -> None:
+    """Decide what runs here (loadgen.selection): an asked-for workload that cannot run
+    is exit 2 with one line saying what the target has; a default left out is said on
+    the console. The decision goes to the workers with the spawn message."""
+    from zerohop.loadgen import selection as sel
+
+    try:
+        decision = sel.decide(environment)
+    except ValueError as exc:
+        if rt.sim is not None:
+            rt.sim.stop()
+        _fail(str(exc))
+    sel.apply(environment, decision)
+    sel.publish(environment, rt, decision)
+    for line in decision.notes():
+        print(line, file=sys.stderr, flush=True)
+
+
+def _record_selection(rt: ProcessRuntime) -> None:
+    decision = rt.extras.get("selection")
+    if decision is not None and rt.run_dir is not None:
+        results.update_manifest(rt.run_dir, workload_selection={
+            "run": decision.run, "left_out": decision.left_out,
+            "adapters": decision.adapters, "target_models": decision.target})
 
 
 def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
@@ -194,6 +209,8 @@ def _master_receive(rt: ProcessRuntime, msg: Any) -> None:
     data = msg.data or {}
     if rt.sink is not None:
         rt.sink.add_many(data.get("rows", []))
+    if rt.live is not None:
+        rt.live.add_many(data.get("rows", []))
     if rt.telemetry is not None and data.get("telemetry"):
         rt.telemetry.add_samples(data["telemetry"])
 
@@ -229,14 +246,67 @@ def _on_test_start(environment: Any, **_: Any) -> None:
     rt.start_sender()
     if rt.role in ("local", "master"):
         _start_telemetry(environment, rt)
-    else:
-        _start_worker_self_telemetry(environment, rt)
-    if rt.role in ("local", "worker"):
-        from zerohop.loadgen.dispatcher import start_open_loop_dispatchers
+    if rt.role == "master":
+        from zerohop.loadgen import worker_health
 
-        _prepare_bindings(environment)
-        start_open_loop_dispatchers(environment)
-        _keep_collector_off_the_reads()
+        worker_health.start_watch(environment.runner, rt)
+    if rt.role == "worker":
+        _prepare_worker(environment, rt)
+    elif rt.role == "local":
+        _prepare_load(environment)
+    _warm_locust_stop()
+    # the measured window starts here: the loop-lag probe sees the load, not the set-up
+    if rt.role == "worker":
+        _start_worker_self_telemetry(environment, rt)
+    elif rt.telemetry is not None:
+        rt.telemetry.start_loop_lag()
+
+
+def _prepare_load(environment: Any) -> None:
+    from zerohop.loadgen.dispatcher import start_open_loop_dispatchers
+
+    _prepare_bindings(environment)
+    start_open_loop_dispatchers(environment)
+    _keep_collector_off_the_reads()
+
+
+def _prepare_worker(environment: Any, rt: ProcessRuntime) -> None:
+    """A worker runs what the master decided (never its own guess), and when its set-up
+    fails it tells the master why before it goes (loadgen.worker_health)."""
+    from zerohop.loadgen import selection as sel
+    from zerohop.loadgen import worker_health
+
+    try:
+        decision = sel.received(environment, rt)
+        if decision is None:  # a master that sent none: decide the same way it would
+            decision = sel.decide(environment)
+            sel.publish(environment, rt, decision)
+        sel.apply(environment, decision)
+        _prepare_load(environment)
+    except Exception as exc:
+        from zerohop.main_job import one_line
+
+        worker_health.report_failure(rt, f"failed at test start: {one_line(exc)}")
+        raise
+
+
+def _warm_locust_stop() -> None:
+    """Locust's `runner.stop()` logs its caller with `inspect.stack()`, and the first
+    such call in a process resolves the real path of every loaded module (900-1,700 of
+    them) and reads each frame's source: 70-340 ms with the hub held on 2 shared cores,
+    at the very end of the window while the last requests stream
+    (tests/bench/bench_loop_lag_sources.py). Paid here, before the window, it is a
+    lookup later (0.1-0.3 ms)."""
+    import inspect
+    import linecache
+
+    import locust.main
+    import locust.runners
+
+    for module in (locust.main, locust.runners):
+        if module.__file__:
+            linecache.getlines(module.__file__)
+    inspect.stack()
 
 
 def _keep_collector_off_the_reads() -> None:
@@ -269,7 +339,8 @@ def _start_telemetry(environment: Any, rt: ProcessRuntime) -> None:
 
     sources = _telemetry_sources(environment)
     if sources:
-        rt.telemetry = TelemetryRecorder(sources, rt.run_dir, anchor=rt.anchor)
+        rt.telemetry = TelemetryRecorder(sources, rt.run_dir, anchor=rt.anchor,
+                                         defer_loop_lag=True)
         rt.telemetry.start()
 
 
@@ -295,6 +366,7 @@ def _on_test_stopping(environment: Any, **_: Any) -> None:
     timeout = float(opt.option(environment, "zh_drain_timeout"))
     if rt.role == "local":
         rt.drain(timeout)
+        _end_loop_lag(rt)
         return
     if rt.role != "master":
         return
@@ -309,6 +381,17 @@ def _on_test_stopping(environment: Any, **_: Any) -> None:
         if alive.issubset(rt.extras["drained"].keys()):
             break
         gevent.sleep(0.05)
+    from zerohop.loadgen import worker_health
+
+    worker_health.stop_watch(runner, rt)
+    _end_loop_lag(rt)
+
+
+def _end_loop_lag(rt: ProcessRuntime) -> None:
+    """The measured window is over once every process drained: writing the results
+    (JSONL → Parquet, ~100 ms) is not load, and its loop lag is nobody's latency."""
+    if rt.telemetry is not None:
+        rt.telemetry.stop_loop_lag()
 
 
 def _on_test_stop(environment: Any, **_: Any) -> None:
@@ -344,18 +427,36 @@ def _on_quitting(environment: Any, **_: Any) -> None:
             for data in rt.extras.get("drained", {}).values():
                 for key in ("dropped_arrivals", "cancelled"):
                     counters[key] = counters.get(key, 0) + int(data.get(key, 0))
+            status, end_reason, failed = _end_state(environment, rt)
             code = getattr(environment, "process_exit_code", None)
-            end_reason = rt.extras.get("end_reason")
             results.finish_manifest(
                 rt.run_dir,
-                status="completed" if end_reason is None else "interrupted",
-                end_reason=end_reason or "finished",
+                status=status,
+                end_reason=end_reason,
                 counters=counters,
                 locust_exit_code=code,
+                **({"workers_failed": failed} if failed else {}),
             )
     finally:
         if rt.sim is not None:
             rt.sim.stop()
+
+
+def _end_state(environment: Any, rt: ProcessRuntime) -> tuple[str, str, list[Any]]:
+    """(status, end_reason, failed workers). A worker that failed or left early makes
+    the run `partial`, names itself in the end reason, and sets the exit code."""
+    from zerohop.loadgen import worker_health
+
+    failed: list[Any] = []
+    if rt.role == "master":
+        worker_health.stop_watch(environment.runner, rt, last_look=False)
+        failed = worker_health.failures(rt)
+    end_reason = rt.extras.get("end_reason")
+    if failed:
+        environment.process_exit_code = worker_health.EXIT_WORKER_FAILED
+        reason = worker_health.summary_line(failed)
+        return "partial", reason if end_reason is None else f"{end_reason}; {reason}", failed
+    return ("completed" if end_reason is None else "interrupted"), end_reason or "finished", []
 
 
 def _stop_if_interrupted(environment: Any, rt: ProcessRuntime) -> None:

@@ -26,6 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "zh_rate_override": 0.0,
     "zh_worker_count": 0,
     "zh_audit_dir": "",
+    "zh_selection": "",  # set by the master (loadgen.selection), never by a flag
 }
 
 

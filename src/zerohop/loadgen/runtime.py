@@ -59,6 +59,7 @@ class ProcessRuntime:
     sim: Any = None  # the embedded target's process handle, when we started one
     telemetry: Any = None  # the master's / local runner's TelemetryRecorder
     self_telemetry: Any = None  # a worker's own CPU / memory / loop-lag sampler
+    live: Any = None  # the web UI tab's LiveLatencies (web_tab.py), when there is one
     extras: dict[str, Any] = field(default_factory=dict)
     _sender: Any = None
     _reactor: Any = None
@@ -75,6 +76,8 @@ class ProcessRuntime:
             self.sink.add(row)
         else:
             self.outbox.append(row)
+        if self.live is not None:
+            self.live.add(row)
 
     def flush_outbox(self) -> None:
         if self.send is None:

@@ -2,8 +2,8 @@
 
 One binding per (process, user class), built on first use and cached on the process
 runtime: the spec from the YAML files, the model to ask for (the spec's, `--model`, or
-the target's first model), the prompt-size calibration measured against the target's
-own usage counts, and a planner seeded per worker.
+the target's first model), how prompts are sized on this target (prompt_sizing.py),
+and a planner seeded per worker.
 """
 
 from __future__ import annotations
@@ -16,19 +16,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from zerohop.http_stream import Timeouts
 from zerohop.loadgen import options as opt
+from zerohop.loadgen.api_request import to_request_spec
 from zerohop.loadgen.client import LLMClient, RequestSpec
+from zerohop.loadgen.prompt_sizing import (
+    SIZED_BY_TOKEN_IDS,
+    PromptSizing,
+    probe_points,
+    probe_tokenize,
+    sizing_from_probes,
+)
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.policy import client_timeouts
-from zerohop.protocols import GenerationRequest, api_key_from_env, create_adapter
+from zerohop.protocols import api_key_from_env, create_adapter
 from zerohop.workloads.spec import WorkloadError, load_workload_file
 
 log = logging.getLogger("zerohop")
-
-REPO_WORKLOADS = Path(__file__).resolve().parents[3] / "workloads"
 
 
 def load_workloads(files: Sequence[str]) -> list[Any]:
@@ -57,9 +61,17 @@ class WorkloadBinding:
     model: str
     planner: Any
     open_loop: bool
+    prompt_token_source: str | None = None  # which method sized the prompts
 
     def next_spec(self) -> RequestSpec:
-        return to_request_spec(self.planner.next_request(), self.model)
+        return self.request_spec(self.planner.next_request())
+
+    def request_spec(self, planned: Any, scheduled_perf_ns: int | None = None) -> RequestSpec:
+        """What the client sends for `planned`, shaped for this binding's API."""
+        spec = to_request_spec(planned, self.api, self.model,
+                               scheduled_perf_ns=scheduled_perf_ns)
+        spec.prompt_token_source = self.prompt_token_source
+        return spec
 
     def think_time_s(self) -> float:
         return float(self.planner.think_time_s())
@@ -91,24 +103,25 @@ def binding_for(environment: Any, user_class: type) -> WorkloadBinding:
 
 
 def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
+    from zerohop.loadgen.selection import fitted_spec
     from zerohop.workloads.plans import make_planner
 
-    spec = _with_rate_override(environment, user_class, spec_for(environment, user_class))
+    spec = _with_rate_override(environment, user_class, fitted_spec(
+        environment, user_class, spec_for(environment, user_class)))
     api = spec.api or opt.option(environment, "zh_api")
     model = spec.model or opt.option(environment, "zh_model") or first_model(environment.host)
     index, count = worker_position(environment)
     seed = spec.seed if spec.seed is not None else int(opt.option(environment, "zh_seed"))
-    calibration = calibration_for(environment, api, model)
+    if spec.prompt_format == "token_ids":
+        calibration, source = None, SIZED_BY_TOKEN_IDS
+    else:
+        sizing = sizing_for(environment, api, model)
+        calibration, source = sizing.calibration, sizing.source
     planner = make_planner(spec, seed=seed, worker_index=index, worker_count=count,
                            calibration=calibration, default_api=api)
     open_loop = getattr(spec.load, "kind", "closed") != "closed"
-    return WorkloadBinding(spec=spec, api=api, model=model, planner=planner, open_loop=open_loop)
-
-
-def uses_default_file(environment: Any, user_class: type) -> bool:
-    """True when no --workload file holds a workload of this class's kind."""
-    kind = user_class.workload_kind  # type: ignore[attr-defined]
-    return all(spec.kind != kind for spec in load_workloads(opt.option(environment, "zh_workload")))
+    return WorkloadBinding(spec=spec, api=api, model=model, planner=planner, open_loop=open_loop,
+                           prompt_token_source=source)
 
 
 def spec_for(environment: Any, user_class: type) -> Any:
@@ -118,7 +131,9 @@ def spec_for(environment: Any, user_class: type) -> Any:
             return spec
     default = Path(user_class.default_workload_file)  # type: ignore[attr-defined]
     if not default.is_absolute():
-        default = REPO_WORKLOADS / default
+        from zerohop.shipped import workloads_dir
+
+        default = workloads_dir() / default
     specs = [s for s in load_workload_file(default).workloads if s.kind == kind]
     if not specs:
         raise WorkloadError(f"{default}: no workload of kind {kind!r}")
@@ -149,12 +164,14 @@ def worker_position(environment: Any) -> tuple[int, int]:
 
 
 def first_model(host: str) -> str:
-    """The target's first model from /v1/models (what a user would pick by default)."""
+    """The target's first base model from /v1/models (what a user would pick by
+    default; a LoRA adapter, listed with a `parent`, is not one)."""
     url = host.rstrip("/") + "/v1/models"
     try:
         with urllib.request.urlopen(url, timeout=10) as resp:
             data = json.loads(resp.read())
-        return str(data["data"][0]["id"])
+        entries = data["data"]
+        return str(next((e for e in entries if not e.get("parent")), entries[0])["id"])
     except Exception as exc:
         raise WorkloadError(
             f"no model given and {url} did not list one ({type(exc).__name__}: {exc}); "
@@ -162,56 +179,27 @@ def first_model(host: str) -> str:
         ) from exc
 
 
-def calibration_for(environment: Any, api: str, model: str) -> Any:
-    """Measure how many tokens the target counts for our generated text: two probe
-    requests of known size, their usage.prompt_tokens, a linear fit. Cached per (api,
-    model) in this process."""
-    from zerohop.workloads.prompts import PromptBuilder, TokenCalibration
-
+def sizing_for(environment: Any, api: str, model: str) -> PromptSizing:
+    """How prompts are sized on this target (see prompt_sizing): the target's /tokenize,
+    else probe requests of known size and their usage counts, else the estimate.
+    Cached per (api, model) in this process."""
     rt = runtime_of(environment)
-    cache: dict[tuple[str, str], Any] = rt.extras.setdefault("calibrations", {})
+    cache: dict[tuple[str, str], PromptSizing] = rt.extras.setdefault("sizings", {})
     if (api, model) in cache:
         return cache[(api, model)]
+    api_key = api_key_from_env(api)
+    tokenized = probe_tokenize(environment.host, api, model, api_key=api_key)
+    if tokenized is not None:
+        cache[(api, model)] = tokenized
+        return tokenized
     adapter = create_adapter(api)
-    client = LLMClient(environment.host, adapter, api_key=api_key_from_env(api),
+    client = LLMClient(environment.host, adapter, api_key=api_key,
                        timeouts=Timeouts(ttft_s=120, stall_s=60, total_s=300), anchor=rt.anchor,
                        reactor=rt.reactor())
-    builder = PromptBuilder(seed=99)
-    rng = np.random.default_rng(99)
-    points: list[tuple[int, int]] = []
     try:
-        for units in (64, 512):
-            text = builder.build_text(units, rng)
-            gen = GenerationRequest(model=model, max_tokens=1, prompt=text)
-            record = client.execute(RequestSpec(workload="calibration", generation=gen))
-            if record.input_tokens:
-                points.append((units, int(record.input_tokens)))
+        points, failure = probe_points(client, adapter, model, api_key=api_key)
     finally:
         client.close()
-    calibration = TokenCalibration.fit(points) if len(points) >= 2 else None
-    if calibration is None:
-        log.warning("zerohop: the target reported no prompt usage; prompt sizes are estimates")
-    cache[(api, model)] = calibration
-    return calibration
+    cache[(api, model)] = sizing_from_probes(points, api, failure=failure)
+    return cache[(api, model)]
 
-
-def to_request_spec(planned: Any, default_model: str, *, scheduled_perf_ns: int | None = None
-                    ) -> RequestSpec:
-    """A planner's PlannedRequest → what the client sends."""
-    model = planned.adapter or planned.model or default_model
-    gen = GenerationRequest(
-        model=model,
-        max_tokens=int(planned.max_tokens),
-        prompt=planned.prompt,
-        prompt_token_ids=planned.token_ids,
-        messages=planned.messages,
-        temperature=float(planned.temperature),
-        ignore_eos=bool(planned.ignore_eos),
-    )
-    return RequestSpec(
-        workload=planned.workload,
-        generation=gen,
-        adapter=planned.adapter,
-        target_input_tokens=planned.target_input_tokens,
-        scheduled_perf_ns=scheduled_perf_ns,
-    )

@@ -1,6 +1,6 @@
 """The sim's HTTP application: routes, request parsing, admission, and serving.
 
-Routes: POST /v1/chat/completions, /v1/completions, /v1/messages; GET /v1/models,
+Routes: POST /v1/chat/completions, /v1/completions, /v1/messages, /tokenize; GET /v1/models,
 /health, /metrics, /version, /zerohop/ground_truth?request_id=ID (or ?last=N),
 /zerohop/stats; POST /zerohop/stats/reset (clears the lag recorders, for benchmarks).
 """
@@ -27,6 +27,7 @@ from zerohop.sim.api_shapes import (
 )
 from zerohop.sim.config import SimConfig
 from zerohop.sim.engine import Engine, EngineError
+from zerohop.sim.engine_stats import engine_stats
 from zerohop.sim.faults import FAULT_HEADER, FaultPlan, FaultSpec, parse_fault_header
 from zerohop.sim.ground_truth import GroundTruthLog
 from zerohop.sim.histograms import LagRecorder
@@ -38,6 +39,7 @@ from zerohop.sim.streams import (
     ResponseContext,
     StreamingResponse,
 )
+from zerohop.sim.tokenize import TOKENIZE_PATH, tokenize_response
 from zerohop.sim.tokens import (
     count_chat_tokens,
     count_prompt_tokens,
@@ -133,6 +135,9 @@ class SimApp:
                 return
             self._generate(conn, request, api)
             return
+        if path == TOKENIZE_PATH and request.method == "POST":
+            conn.send(*tokenize_response(request.body, self.routes, self.engines[0]))
+            return
         if request.method not in ("GET", "HEAD") and not path.startswith("/zerohop/"):
             conn.send(405, error_body("chat", 405, "Method Not Allowed"))
             return
@@ -164,29 +169,7 @@ class SimApp:
             "emission_lag": self.emission_lag.summary_ms(),
             "loop_lag": self.loop_lag.summary_ms(),
             "ground_truth_records": self.ground_truth.count,
-            "engines": [
-                {
-                    "name": e.name,
-                    "gpu": e.config.gpu,
-                    "model": e.config.model,
-                    "tp": e.tp,
-                    "running": len(e.running),
-                    "waiting": len(e.waiting),
-                    "kv_blocks": e.pool.num_blocks,
-                    "kv_usage": e.kv_usage(),
-                    "steps": e.stats.steps_total,
-                    "step_wake_lag": e.wake_lag.summary_ms(),
-                    "resyncs": e.stats.resyncs_total,
-                    "preemptions": e.stats.preemptions_total,
-                    "oom_failures": e.stats.oom_failures_total,
-                    "rejected": e.stats.rejected_total,
-                    "generation_tokens": e.stats.generation_tokens_total,
-                    "prompt_tokens": e.stats.prompt_tokens_total,
-                    "lora_loads": e.stats.lora_loads_total,
-                    "lora_resident": e.lora.resident(),
-                }
-                for e in self.engines
-            ],
+            "engines": [engine_stats(e) for e in self.engines],
         }
 
     def _models(self) -> bytes:

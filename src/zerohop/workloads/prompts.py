@@ -13,6 +13,7 @@ construction: `token_ids(n, ...)`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,7 +75,7 @@ class PromptBuilder:
         self, target_tokens: int, rng: np.random.Generator, calibration: TokenCalibration
     ) -> str:
         """Text whose server-side prompt size should be `target_tokens`."""
-        return self.build_text(calibration.units_for_tokens(target_tokens), rng)
+        return self.build_text(calibration.units_for_tokens(target_tokens, rng), rng)
 
     def build_from_blocks(self, block_ids: Sequence[int], block_units: int, n_units: int) -> str:
         """Text made of fixed per-id blocks (the same id always gives the same words), cut
@@ -117,6 +118,9 @@ class PromptBuilder:
         return cached
 
 
+COARSE_TOKENS_PER_UNIT = 1.5
+
+
 @dataclass(frozen=True)
 class TokenCalibration:
     """`tokens = a * units + b` for one builder on one server/API: a is tokens per
@@ -143,9 +147,18 @@ class TokenCalibration:
     def tokens_for_units(self, units: int) -> float:
         return self.a * units + self.b
 
-    def units_for_tokens(self, target_tokens: int) -> int:
-        """Units to generate for a prompt of `target_tokens` (at least 1)."""
-        return max(1, round((target_tokens - self.b) / self.a))
+    def units_for_tokens(self, target_tokens: int, rng: np.random.Generator | None = None
+                         ) -> int:
+        """Units to generate for a prompt of `target_tokens` (at least 1). Where a word is
+        worth more than `COARSE_TOKENS_PER_UNIT` tokens and `rng` is given, the fraction
+        is rounded up with its own probability: plain rounding to whole words put every
+        64-token prompt of a small-vocabulary model ~3 tokens short
+        (tests/bench/bench_prompt_sizes_vllm.py); this keeps the mean on the target."""
+        exact = (target_tokens - self.b) / self.a
+        if rng is None or self.a <= COARSE_TOKENS_PER_UNIT:
+            return max(1, round(exact))
+        whole = math.floor(exact)
+        return max(1, whole + int(rng.random() < exact - whole))
 
     def block_units(self, block_tokens: int) -> int:
         """Units that make `block_tokens` tokens inside a prompt (no template overhead)."""

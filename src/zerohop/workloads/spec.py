@@ -33,6 +33,9 @@ from pydantic import (
     model_validator,
 )
 
+from zerohop.workloads.adapters import AdapterSet, adapters_shorthand
+from zerohop.workloads.data_paths import builtin_path_variable
+
 __all__ = [
     "KIND_CLASS_NAMES",
     "MEMORY_ERROR",
@@ -714,41 +717,13 @@ class LongContextSpec(_WorkloadBase):
 _MAX_DOCUMENT_TOKENS = 1_048_576
 
 
-class AdapterSet(StrictModel):
-    """Adapters by name, or `count` names made from `prefix` (prefix0 .. prefixN-1)."""
-
-    names: list[str] | None = Field(default=None, min_length=1, description="Adapter names.")
-    count: int | None = Field(default=None, gt=0, le=100_000, description="Number of adapters.")
-    prefix: str = Field(default="lora-", min_length=1, description="Name prefix with `count`.")
-
-    @model_validator(mode="after")
-    def _one_way(self) -> AdapterSet:
-        if (self.names is None) == (self.count is None):
-            raise ValueError("give either a list of adapter names or `count` (+ `prefix`)")
-        if self.names is not None and len(set(self.names)) != len(self.names):
-            raise ValueError("adapter names must be unique")
-        return self
-
-    def resolved_names(self) -> list[str]:
-        """Adapter names in popularity-rank order (the first is the most requested)."""
-        if self.names is not None:
-            return list(self.names)
-        return [f"{self.prefix}{i}" for i in range(self.count or 0)]
-
-
-def _adapters_shorthand(value: Any) -> Any:
-    if isinstance(value, list):
-        return {"names": value}
-    return value
-
-
 class LoraMixSpec(_WorkloadBase):
     """Requests spread over N adapters with Zipf popularity; set N above what the server
     keeps resident to measure adapter swapping."""
 
     kind: Literal["lora_mix"] = Field(description="Workload kind.")
-    adapters: Annotated[AdapterSet, BeforeValidator(_adapters_shorthand)] = Field(
-        description="A list of adapter names (rank order), or {count, prefix}."
+    adapters: Annotated[AdapterSet, BeforeValidator(adapters_shorthand)] = Field(
+        description="A list of adapter names (rank order), {count, prefix}, or from_target."
     )
     zipf_s: float = Field(
         default=1.0, ge=0, le=10, description="Zipf exponent: P(rank r) ∝ 1/r^s (0 = uniform)."
@@ -974,11 +949,12 @@ _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def _expand_env(text: str) -> str:
-    """`${VAR}` and `${VAR:-default}` (shell semantics: empty counts as unset with :-)."""
+    """`${VAR}` and `${VAR:-default}` (shell semantics: empty counts as unset with :-);
+    `${ZEROHOP_DATA}` is the package's own data folder unless the environment sets it."""
 
     def replace(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
-        value = os.environ.get(name)
+        value = os.environ.get(name) or builtin_path_variable(name)
         if value:
             return value
         if default is not None:

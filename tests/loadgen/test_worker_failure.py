@@ -1,0 +1,88 @@
+"""A Locust worker that fails at set-up, or dies mid-run, fails the run loudly: exit
+code 5, the manifest says `partial` and which worker and why, the report says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.loadgen.conftest import only_run_dir
+
+pytestmark = pytest.mark.integration  # real Locust processes and the embedded target
+
+EXIT_WORKER_FAILED = 5
+
+# A locustfile with one zerohop workload whose worker 1 breaks in the way asked for.
+LOCUSTFILE = '''
+import os
+
+from locust import events
+from locust.runners import WorkerRunner
+
+from zerohop.loadgen import hooks
+from zerohop.loadgen.hooks import install
+from zerohop.loadgen.users import LLMUser
+
+install(events)
+
+
+class ShortQueryFlood(LLMUser):
+    workload_kind = "short_query_flood"
+    default_workload_file = "short_query_flood.yaml"
+
+
+_prepare = hooks._prepare_bindings
+
+
+def _breaking_in_worker_1(environment):
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner) and runner.worker_index == 1:
+        if "{how}" == "crash":
+            os._exit(3)  # dies without a word, as a killed process does
+        raise RuntimeError("injected set-up failure")
+    _prepare(environment)
+
+
+hooks._prepare_bindings = _breaking_in_worker_1
+'''
+
+WORKLOAD = ("kind: short_query_flood\nname: flood\ninput_tokens: 16\nmax_tokens: 8\n"
+            "load: {kind: closed, users: 4}\n")
+
+
+@pytest.mark.parametrize("how, reason", [
+    ("raise", "failed at test start: injected set-up failure"),
+    ("crash", "stopped answering (no heartbeat)"),
+])
+def test_a_failed_worker_makes_the_run_partial(how: str, reason: str, tmp_path: Path) -> None:
+    files = tmp_path / "locustfiles"
+    files.mkdir()
+    (files / "flood.py").write_text(LOCUSTFILE.replace("{how}", how))
+    workload = tmp_path / "flood.yaml"
+    workload.write_text(WORKLOAD)
+    res = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(files), "--headless", "--processes", "2",
+         "-u", "4", "-r", "4", "-t", "10s", "--stop-timeout", "5", "--workload", str(workload),
+         "--results-dir", str(tmp_path / "r"), "--telemetry", "none"],
+        capture_output=True, text=True, timeout=180,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert res.returncode == EXIT_WORKER_FAILED, res.stderr[-3000:]
+    run = only_run_dir(tmp_path / "r")
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "partial"
+    (failed,) = manifest["workers_failed"]
+    assert failed["worker_index"] == 1 and reason in failed["reason"], failed
+    assert f"worker 1 {reason}" in manifest["end_reason"]
+    # the worker that stayed measured, and the records say who did
+    df = pd.read_parquet(run / "requests.parquet")
+    assert len(df) > 0 and (df.outcome == "ok").any()
+    report = subprocess.run([sys.executable, "-m", "zerohop", "report", str(run)],
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "run status: partial" in (run / "report.html").read_text()

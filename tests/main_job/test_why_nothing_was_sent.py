@@ -1,0 +1,32 @@
+"""The cause a run that recorded nothing adds to its one line (main_job.last_error_line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zerohop.main_job import last_error_line
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_last_exception_in_the_log_is_the_cause(tmp_path: Path) -> None:
+    log = tmp_path / "locust.log"
+    log.write_text(
+        "[2026-12-01] vm/WARNING/zerohop: something\n"
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in <module>\n'
+        "ValueError: first\n"
+        "Traceback (most recent call last):\n"
+        "zerohop.loadgen.api_request.UnfitRequest: workload 'q': token ids on chat\n"
+        "Type     Name    # reqs\n"
+    )
+    assert last_error_line(log) == (
+        ": zerohop.loadgen.api_request.UnfitRequest: workload 'q': token ids on chat")
+
+
+def test_a_log_without_an_exception_adds_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "locust.log"
+    log.write_text("Type     Name    # reqs\n")
+    assert last_error_line(log) == "" and last_error_line(tmp_path / "absent.log") == ""

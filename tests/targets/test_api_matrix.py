@@ -1,0 +1,80 @@
+"""Every API × every default workload kind against the embedded target: all `ok`.
+
+One `zerohop run` per API runs the four workload kinds together (ShortQueryFlood,
+LongContextSummarisation, LoRAMix, TraceReplay, each from the same `--workload` file,
+sized down from the shipped defaults to stay quick on a busy machine). The embedded
+target has a /tokenize endpoint, so prompts are sized by it: the test also holds the
+prompt-size promise there (≥ 99 % of requests within ±1 token of the asked size)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from zerohop.workloads.spec import KIND_CLASS_NAMES
+
+pytestmark = pytest.mark.integration
+
+WORKLOADS = """
+workloads:
+  - kind: short_query_flood
+    name: queries
+    input_tokens: {type: uniform, min: 16, max: 64}
+    max_tokens: 8
+    ignore_eos: true
+    load: {kind: open, rate_rps: 4, arrival: poisson}
+  - kind: long_context
+    name: documents
+    document_tokens: {type: uniform, min: 2048, max: 4096}
+    summary_tokens: 8
+    ignore_eos: true
+    load: {kind: closed, users: 1, think_time_s: 0.5}
+  - kind: lora_mix
+    name: adapters
+    adapters: {count: 4, prefix: "lora-"}
+    base_model_share: 0.2
+    input_tokens: 64
+    max_tokens: 8
+    ignore_eos: true
+    load: {kind: closed, users: 1, think_time_s: 0.2}
+  - kind: trace_replay
+    name: trace
+    trace: ${ZEROHOP_DATA}/traces/azure_conv_first3600.csv
+    format: azure_csv
+    max_requests: 20
+    scale_tokens: {input_multiplier: 0.05, max_input_tokens: 256, max_output_tokens: 8}
+    ignore_eos: true
+    load: {kind: trace, max_in_flight: 16}
+"""
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "openai-completions", "anthropic"])
+def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> None:
+    workloads = tmp_path / "matrix.yaml"
+    workloads.write_text(WORKLOADS)
+    res = subprocess.run(
+        [sys.executable, "-m", "zerohop", "run", "--api", api, "--workload", str(workloads),
+         "--duration", "6s", "--telemetry", "none", "--microbench", "off",
+         "--results-dir", str(tmp_path / "results"), "--name", api],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
+    assert "Traceback" not in res.stdout + res.stderr
+    (run,) = [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
+    assert (run / "report.html").is_file()
+    frame = pd.read_parquet(run / "requests.parquet")
+    assert set(frame["api"]) == {api}
+    assert set(frame["workload"]) == {"queries", "documents", "adapters", "trace"}
+    assert len(KIND_CLASS_NAMES) == 4  # one workload per kind, every kind
+    failed = frame[frame["outcome"] != "ok"]
+    assert failed.empty, failed[["workload", "outcome", "error_message"]].head(5).to_dict(
+        "records")
+    assert set(frame["prompt_token_source"]) == {"tokenize"}
+    # a chat request is never smaller than its template (7 tokens here) and one word
+    sized = frame[frame["target_input_tokens"] >= 16]
+    off = (sized["input_tokens"] - sized["target_input_tokens"]).abs()
+    assert len(sized) > 0 and (off <= 1).mean() >= 0.99, off.describe()
