@@ -2,7 +2,7 @@
 
 This is the contract between the transports that measure (Locust's gevent users, the
 benchmarks), the sink that stores (`results.py`), and the analysis that reads
-(`requests.parquet`). Field names and meanings follow DESIGN.md exactly.
+(`requests.parquet`). Field names and meanings are the user-facing contract.
 """
 
 from __future__ import annotations

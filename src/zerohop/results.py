@@ -1,6 +1,6 @@
 """The results folder: manifest, crash-safe record sinks, consolidation to parquet.
 
-Layout (DESIGN.md): `results/<UTC yyyymmdd-HHMMSS>-<name>/` holding `manifest.json`,
+Layout: `results/<UTC yyyymmdd-HHMMSS>-<name>/` holding `manifest.json`,
 `records/<process>.jsonl` (append-only, flushed at least once a second while running),
 and `requests.parquet` written at the end. A run killed with -9 keeps every flushed line;
 `zerohop consolidate RUN_DIR` turns them into the parquet file afterwards.

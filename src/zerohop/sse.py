@@ -1,7 +1,7 @@
 """Server-sent events: bytes in, events out, no HTTP library involved.
 
 The transports keep the raw bytes of a stream together with the time each read arrived
-(DESIGN.md, "The hot path"); this parser turns those bytes into events afterwards, so it
+(the hot path keeps them raw); this parser turns those bytes into events afterwards, so it
 must give the same events however the bytes were split into reads, and it must be cheap.
 It follows the WHATWG "event stream interpretation" rules: LF, CRLF and lone CR end a
 line; a blank line dispatches the event; `:` lines are comments; an event without data

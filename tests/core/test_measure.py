@@ -1,4 +1,4 @@
-"""RequestRecord derivation from timestamped reads: the metric definitions of DESIGN.md."""
+"""RequestRecord derivation from timestamped reads: the metric definitions."""
 
 from __future__ import annotations
 

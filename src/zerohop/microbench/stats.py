@@ -15,7 +15,7 @@ import numpy as np
 
 from zerohop.microbench.schema import Stat
 
-GB = 1e9  # GB/s means 1e9 bytes per second (DESIGN.md)
+GB = 1e9  # GB/s means 1e9 bytes per second
 
 
 def summarize(samples: Sequence[float], *, unit: str, description: str = "") -> Stat:

@@ -1,7 +1,7 @@
 """The HTML report, the run analysis behind it, and run comparison.
 
 `build_report(run_dir)` and `build_comparison(run_dirs, out)` are the entry points;
-the analysis modules are pure functions over DataFrames (see DESIGN.md data flow).
+the analysis modules are pure functions over DataFrames.
 They are imported on first use, so `zerohop --help` does not pay for pandas/scipy.
 """
 

@@ -1,4 +1,4 @@
-"""Definitions of every figure the report shows, in DESIGN.md's words.
+"""Definitions of every figure the report shows, in the words of the metric contract.
 
 Telemetry definitions come from `zerohop.telemetry.GLOSSARY` when that package is
 installed (it owns them); the fallbacks below keep the page complete without it.

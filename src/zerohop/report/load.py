@@ -83,7 +83,7 @@ class ItlColumn:
         return np.diff(self.offsets)
 
     def pooled(self, row_mask: np.ndarray) -> np.ndarray:
-        """All gaps of the selected requests in one array (ITL is pooled, DESIGN.md)."""
+        """All gaps of the selected requests in one array (ITL is pooled across requests)."""
         per_value = np.repeat(np.asarray(row_mask, dtype=bool), self.lengths)
         return self.values[per_value]
 

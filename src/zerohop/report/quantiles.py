@@ -1,6 +1,6 @@
 """Exact percentiles from records, and per-group percentiles without a Python loop.
 
-DESIGN.md fixes the figures every table shows: p50, p90, p95, p99, p99.9 plus
+The metric contract fixes the figures every table shows: p50, p90, p95, p99, p99.9 plus
 mean/min/max, computed from the exact values (never Locust's rounded buckets). All
 percentiles here use numpy's default linear interpolation so the summary, the time
 series and the comparison agree on what "p99" means.

@@ -1,6 +1,6 @@
 """Per-workload summary: volume, errors, throughput, latency distributions, goodput.
 
-Definitions follow DESIGN.md: only `ok` requests contribute latency figures (errors
+Definitions: only `ok` requests contribute latency figures (errors
 are counted separately); ITL is pooled over all gaps of a workload's ok requests;
 rates divide by the workload's measured window (first send → last end); goodput is
 requests meeting every SLO ÷ that window, and `good_fraction` counts errors in the
