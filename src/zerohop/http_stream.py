@@ -1,7 +1,8 @@
 """A minimal HTTP/1.1 streaming client on plain sockets: the measurement hot path.
 
-Why not requests or geventhttpclient: both add per-chunk work or buffer small reads
-(recipes/locust-streaming.md measured +26 ms and +1,990 ms of TTFT error). Here the hot
+Why not requests or geventhttpclient: both add per-chunk work or buffer small reads,
+and a buffered read is stamped when the buffer is handed over, not when it arrived
+(tests/loadgen/test_client_fidelity.py holds this client to 1 ms of the truth). Here the hot
 path is `recv` → timestamp → keep the bytes; HTTP chunk framing is undone per read (a few
 `bytes.find` calls) only to know where the body ends, and SSE events and JSON are decoded
 after the stream ends (`measure.py`). Under Locust the `socket` module is gevent's, so

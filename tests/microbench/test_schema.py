@@ -34,7 +34,7 @@ def stat(**overrides: Any) -> dict[str, Any]:
 
 
 def document() -> dict[str, Any]:
-    """The example of briefs/microbench_schema.md, filled in."""
+    """A complete v1 document, every section filled in."""
     return {
         "schema": "zerohop.microbench",
         "schema_version": 1,

@@ -1,9 +1,8 @@
 """`microbench.json`, schema v1: the contract between the microbenchmarks and the report.
 
-The shape is fixed by the coordinator (`briefs/microbench_schema.md`); these models are
-its single definition. Files are versioned so that an older file can still be read:
-`load_microbench` validates, and upgrades older versions through `MIGRATIONS` (one
-function per step) before validating.
+These models are the shape's single definition. Files are versioned so that an older
+file can still be read: `load_microbench` validates, and upgrades older versions through
+`MIGRATIONS` (one function per step) before validating.
 """
 
 from __future__ import annotations
