@@ -118,8 +118,10 @@ def install_web_tab(environment: Any, rt: ProcessRuntime) -> None:
         if request.path != "/stats/requests" or not response.is_json:
             return response
         body = response.get_json()
-        body["extended_stats"] = [*body.get("extended_stats", []),
-                                  {"key": TAB_KEY, "data": tab_rows(live, rt, report)}]
+        # Locust memoizes this response for a couple of seconds and may hand back the one
+        # this hook already extended: replace the tab's entry, never append a second one
+        others = [e for e in body.get("extended_stats", []) if e.get("key") != TAB_KEY]
+        body["extended_stats"] = [*others, {"key": TAB_KEY, "data": tab_rows(live, rt, report)}]
         response.set_data(json.dumps(body))
         return response
 
