@@ -30,6 +30,10 @@ from typing import Any
 
 import pytest
 
+from tests.run_fixtures import hostile_run, make_run  # the synthetic results folders
+
+__all__ = ["hostile_run", "make_run"]
+
 RULE = (
     "unit tier rule: a test marked `unit` starts no process and opens no socket "
     "(mark it `integration` instead)"

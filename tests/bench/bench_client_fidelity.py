@@ -28,7 +28,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
 
-from zerohop.embedded import start_embedded_target  # noqa: E402
+from zerohop.sim.embedded import start_embedded_target  # noqa: E402
 
 WORKLOAD = """
 kind: short_query_flood

@@ -22,9 +22,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))  # for tests.report.synthetic when run as a script
+    sys.path.insert(0, str(REPO))  # for tests.synthetic_runs when run as a script
 
-from tests.report.synthetic import SyntheticRun, WorkloadModel, write_run  # noqa: E402
+from tests.synthetic_runs import SyntheticRun, WorkloadModel, write_run  # noqa: E402
 
 from zerohop.report import build_report  # noqa: E402
 

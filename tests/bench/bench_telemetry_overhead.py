@@ -38,7 +38,7 @@ from pathlib import Path  # noqa: E402
 import gevent  # noqa: E402
 import gevent.socket  # noqa: E402
 
-from zerohop.records import ClockAnchor  # noqa: E402
+from zerohop.core.records import ClockAnchor  # noqa: E402
 from zerohop.telemetry.recorder import TelemetryRecorder  # noqa: E402
 from zerohop.telemetry.spec import parse_telemetry_spec  # noqa: E402
 

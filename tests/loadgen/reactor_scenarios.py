@@ -12,9 +12,9 @@ import time  # noqa: E402
 
 import gevent  # noqa: E402
 
-from zerohop.http_stream import Timeouts, stream_request  # noqa: E402
+from zerohop.client.http_stream import Timeouts, stream_request  # noqa: E402
+from zerohop.client.protocols import HttpRequest  # noqa: E402
 from zerohop.loadgen.reactor import EpollReactor  # noqa: E402
-from zerohop.protocols import HttpRequest  # noqa: E402
 
 HEAD = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 

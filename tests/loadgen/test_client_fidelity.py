@@ -34,7 +34,7 @@ import pandas as pd
 import pytest
 
 from tests.loadgen.conftest import LOADTESTS, only_run_dir
-from zerohop.embedded import start_embedded_target
+from zerohop.sim.embedded import start_embedded_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tests.loadgen.conftest import locust_cmd, locust_final_stats, only_run_dir, run_locust
-from zerohop.results import read_record_rows
+from zerohop.storage.run_folder import read_record_rows
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,7 @@ def test_no_host_runs_all_workloads_and_leaves_a_complete_folder(tmp_path: Path)
 
 def test_master_and_two_workers_deliver_every_record_exactly_once(tmp_path: Path,
                                                                  workload_file) -> None:
-    from zerohop.embedded import start_embedded_target
+    from zerohop.sim.embedded import start_embedded_target
 
     wl = workload_file("""
 kind: short_query_flood

@@ -36,7 +36,7 @@ def test_pump_reads_between_slices_of_other_work_so_tokens_keep_their_own_stamps
 
     import gevent
 
-    from zerohop.http_stream import RawExchange, ResponseReader, Timeouts
+    from zerohop.client.http_stream import RawExchange, ResponseReader, Timeouts
     from zerohop.loadgen.reactor import EpollReactor
 
     client, server = socket.socketpair()

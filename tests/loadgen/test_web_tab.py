@@ -10,7 +10,7 @@ import pytest
 
 from tests.loadgen.web_ui import locust_web_ui, wait_for
 from zerohop.loadgen.live_stats import PERCENTILES
-from zerohop.results import read_record_rows
+from zerohop.storage.run_folder import read_record_rows
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +60,7 @@ def test_empty_host_runs_the_embedded_target_and_the_tab_has_exact_percentiles(
 
 
 def test_empty_host_without_an_embedded_target_is_refused_in_the_ui(tmp_path: Path) -> None:
-    from zerohop.embedded import start_embedded_target
+    from zerohop.sim.embedded import start_embedded_target
 
     with start_embedded_target() as sim, \
             locust_web_ui(tmp_path, "--host", sim.url, "ShortQueryFlood") as ui:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from zerohop.main_job import last_error_line
+from zerohop.cli.main_job import last_error_line
 
 pytestmark = pytest.mark.unit
 
@@ -19,11 +19,11 @@ def test_the_last_exception_in_the_log_is_the_cause(tmp_path: Path) -> None:
         '  File "x.py", line 1, in <module>\n'
         "ValueError: first\n"
         "Traceback (most recent call last):\n"
-        "zerohop.loadgen.api_request.UnfitRequest: workload 'q': token ids on chat\n"
+        "zerohop.client.api_request.UnfitRequest: workload 'q': token ids on chat\n"
         "Type     Name    # reqs\n"
     )
     assert last_error_line(log) == (
-        ": zerohop.loadgen.api_request.UnfitRequest: workload 'q': token ids on chat")
+        ": zerohop.client.api_request.UnfitRequest: workload 'q': token ids on chat")
 
 
 def test_a_log_without_an_exception_adds_nothing(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from zerohop.calibrate import (
+from zerohop.cli import cli
+from zerohop.planning.calibrate import (
     Arrival,
     CostParams,
     MeasuredPoint,
@@ -18,9 +19,8 @@ from zerohop.calibrate import (
     predict,
     what_if,
 )
-from zerohop.capacity import find_knee, measure_points
-from zerohop.cli import cli
-from zerohop.embedded import start_embedded_target
+from zerohop.planning.capacity import find_knee, measure_points
+from zerohop.sim.embedded import start_embedded_target
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOAD = REPO / "workloads" / "short_query_flood.yaml"

@@ -8,7 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.planning.fakes import synthetic_runner
-from zerohop.capacity import (
+from zerohop.cli import cli
+from zerohop.cli.main_job import RunPlan
+from zerohop.planning.capacity import (
     CapacityPoint,
     Forecast,
     SloCheck,
@@ -17,9 +19,7 @@ from zerohop.capacity import (
     measure_points,
     plan_capacity,
 )
-from zerohop.cli import cli
-from zerohop.main_job import RunPlan
-from zerohop.sweep import SweepPlan, run_sweep
+from zerohop.planning.sweep import SweepPlan, run_sweep
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from tests.planning.fakes import synthetic_runner
 from zerohop.cli import cli
-from zerohop.main_job import RunPlan
-from zerohop.sweep import (
+from zerohop.cli.main_job import RunPlan
+from zerohop.planning.sweep import (
     AutoSearch,
     PointSummary,
     SaturationRule,
@@ -117,7 +117,7 @@ def test_auto_sweep_on_synthetic_runs_finds_the_capacity(tmp_path: Path) -> None
     for p in index["points"]:
         assert (result.sweep_dir / p.run_dir / "requests.parquet").is_file()
     raw = json.loads((result.sweep_dir / "index.json").read_text())
-    assert raw["schema"] == "zerohop.sweep" and raw["mode"] == "rate"
+    assert raw["schema"] == "zerohop.planning.sweep" and raw["mode"] == "rate"
 
 
 def test_explicit_sweep_runs_every_point(tmp_path: Path) -> None:
@@ -147,9 +147,9 @@ def test_bad_flags_exit_2_with_one_line(args: list[str], message: str) -> None:
 def test_workload_files_select_their_own_classes() -> None:
     from typing import get_args
 
+    from zerohop.cli.main_job import CLASS_NAMES, classes_for
     from zerohop.loadgen.workload_binding import load_workloads
-    from zerohop.main_job import CLASS_NAMES, classes_for
-    from zerohop.nightly import ClassName
+    from zerohop.planning.nightly import ClassName
     from zerohop.workloads.spec import KIND_CLASS_NAMES
 
     repo = Path(__file__).resolve().parents[2]

@@ -44,16 +44,16 @@ from gevent.pool import Group  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
-from zerohop import results  # noqa: E402
-from zerohop.http_stream import Timeouts  # noqa: E402
-from zerohop.loadgen.client import LLMClient, RequestSpec  # noqa: E402
-from zerohop.policy import PolicyExecutor, RetryBudget, client_timeouts  # noqa: E402
-from zerohop.protocols import GenerationRequest, create_adapter  # noqa: E402
-from zerohop.records import ClockAnchor  # noqa: E402
+from zerohop.analysis.compare import LogicalComparison  # noqa: E402
+from zerohop.analysis.policy import summarise_policy  # noqa: E402
+from zerohop.client.http_stream import Timeouts  # noqa: E402
+from zerohop.client.llm_client import LLMClient, RequestSpec  # noqa: E402
+from zerohop.client.policy import PolicyExecutor, RetryBudget, client_timeouts  # noqa: E402
+from zerohop.client.protocols import GenerationRequest, create_adapter  # noqa: E402
+from zerohop.core.records import ClockAnchor  # noqa: E402
 from zerohop.report.build import compare_dirs  # noqa: E402
-from zerohop.report.compare import LogicalComparison  # noqa: E402
-from zerohop.report.policy import summarise_policy  # noqa: E402
 from zerohop.sim.launcher import start_sim  # noqa: E402
+from zerohop.storage import run_folder as results  # noqa: E402
 from zerohop.workloads.spec import Policy, load_workload_file  # noqa: E402
 
 CONFIG = REPO / "src" / "zerohop" / "data" / "fallback_models.yaml"

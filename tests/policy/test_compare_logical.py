@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from tests.policy.test_executor import Script, run
-from zerohop import results
-from zerohop.records import RequestRecord
+from zerohop.analysis.compare import compare_runs
+from zerohop.core.records import RequestRecord
 from zerohop.report.build import build_comparison
 from zerohop.report.cli import compare_command
-from zerohop.report.compare import compare_runs
-from zerohop.report.load import load_run
+from zerohop.storage import run_folder as results
+from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.unit
 

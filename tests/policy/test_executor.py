@@ -7,11 +7,11 @@ from collections.abc import Iterable
 
 import pytest
 
-from zerohop import policy as pol
-from zerohop.http_stream import Timeouts
-from zerohop.loadgen.client import RequestSpec
-from zerohop.protocols import GenerationRequest
-from zerohop.records import RequestRecord
+from zerohop.client import policy as pol
+from zerohop.client.http_stream import Timeouts
+from zerohop.client.llm_client import RequestSpec
+from zerohop.client.protocols import GenerationRequest
+from zerohop.core.records import RequestRecord
 from zerohop.workloads.spec import BackoffSpec, FallbackStep, Policy
 
 pytestmark = pytest.mark.unit

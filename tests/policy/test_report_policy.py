@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tests.policy.test_executor import Script, run
-from zerohop.report.policy import policy_section, summarise_policy
+from zerohop.analysis.policy import policy_section, summarise_policy
 
 pytestmark = pytest.mark.unit
 

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from zerohop.http_stream import Timeouts
-from zerohop.loadgen.client import LLMClient, RequestSpec
-from zerohop.policy import PolicyExecutor, client_timeouts
-from zerohop.protocols import GenerationRequest, create_adapter
-from zerohop.records import ClockAnchor, RequestRecord
+from zerohop.client.http_stream import Timeouts
+from zerohop.client.llm_client import LLMClient, RequestSpec
+from zerohop.client.policy import PolicyExecutor, client_timeouts
+from zerohop.client.protocols import GenerationRequest, create_adapter
+from zerohop.core.records import ClockAnchor, RequestRecord
 from zerohop.sim.launcher import SimProcess, start_sim
 from zerohop.workloads.spec import Policy
 

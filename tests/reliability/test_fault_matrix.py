@@ -31,7 +31,7 @@ REPEATS = 2
 
 # The outcome a correct client gives each case, from what the fault is (the sim's module
 # docstring, the SSE spec, the APIs' error formats); written out here rather than read from
-# the sim's ground truth or built with zerohop.records, so a client and a sim that share a
+# the sim's ground truth or built with zerohop.core.records, so a client and a sim that share a
 # mistake still fail. "a|b": either is right (a reset before the status line may land
 # before or after the connection is seen as established).
 EXPECTED_OUTCOME: dict[str, str] = {

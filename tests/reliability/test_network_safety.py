@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from tests.reliability.conftest import locust_cmd, run, zerohop_cmd
-from zerohop.embedded import start_embedded_target
+from zerohop.sim.embedded import start_embedded_target
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.chromium import MIN_CHART_INK, blank_charts, chart_ink, open_page
-from tests.report.conftest import RunFactory
-from tests.report.synthetic import HOSTILE
+from tests.run_fixtures import RunFactory
+from tests.synthetic_runs import HOSTILE
 from zerohop.report import build_comparison, build_report
 
 pytestmark = pytest.mark.browser

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.report.conftest import RunFactory
+from tests.run_fixtures import RunFactory
 from zerohop.cli import cli
 from zerohop.report.cli import compare_command, report_command
 

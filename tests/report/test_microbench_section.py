@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from tests.report.synthetic import microbench_doc
-from zerohop.report.microbench import summarise_microbench
+from tests.synthetic_runs import microbench_doc
+from zerohop.analysis.microbench import summarise_microbench
 
 pytestmark = pytest.mark.unit
 

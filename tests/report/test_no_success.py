@@ -9,10 +9,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from zerohop.report.analysis import analyse_run
-from zerohop.report.load import TELEMETRY_COLUMNS, RunData, frame_from_rows
+from zerohop.analysis.run_analysis import analyse_run
+from zerohop.analysis.run_data import TELEMETRY_COLUMNS, RunData, frame_from_rows
+from zerohop.cli.console_summary import no_success_reason
 from zerohop.report.present import report_page
-from zerohop.summary import no_success_reason
 
 pytestmark = pytest.mark.unit
 

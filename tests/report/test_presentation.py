@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.report.conftest import RunFactory
-from zerohop.report.analysis import analyse_run
-from zerohop.report.compare import (
+from tests.run_fixtures import RunFactory
+from zerohop.analysis.compare import (
     CompareSettings,
     Comparison,
     LogicalComparison,
@@ -22,13 +21,15 @@ from zerohop.report.compare import (
     RateComparison,
     WorkloadComparison,
 )
+from zerohop.analysis.policy import PolicySummary
+from zerohop.analysis.reads import summarise_reads
+from zerohop.analysis.run_analysis import analyse_run
+from zerohop.analysis.run_data import ItlColumn
 from zerohop.report.legend import brief_names
-from zerohop.report.load import ItlColumn, load_run
-from zerohop.report.policy import PolicySummary
 from zerohop.report.present import report_page
 from zerohop.report.present_compare import comparison_page, headline_verdict, verdict_line
 from zerohop.report.present_latency import ITL_BETWEEN_READS, same_read_notes
-from zerohop.report.reads import summarise_reads
+from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.report.conftest import RunFactory
-from tests.report.synthetic import HOSTILE
+from tests.run_fixtures import RunFactory
+from tests.synthetic_runs import HOSTILE
 from zerohop.report import build_comparison, build_report
 from zerohop.report.charts import encode_for_html
 from zerohop.report.render import templates_dir

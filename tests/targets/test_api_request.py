@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from zerohop.loadgen.api_request import UnfitRequest, generation_for, to_request_spec
-from zerohop.protocols import create_adapter
+from zerohop.client.api_request import UnfitRequest, generation_for, to_request_spec
+from zerohop.client.protocols import create_adapter
 from zerohop.workloads.plans import make_planner
 from zerohop.workloads.spec import load_workload_file
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tests.telemetry.fakes import FakeNvml
 from zerohop.cli import cli
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 from zerohop.telemetry import exporter as exporter_module
 from zerohop.telemetry.exporter import NvmlExporter
 from zerohop.telemetry.prometheus import PromDeriver, parse_exposition

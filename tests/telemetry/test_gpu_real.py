@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.recorder import TelemetryRecorder
 from zerohop.telemetry.spec import parse_telemetry_spec
 

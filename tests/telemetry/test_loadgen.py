@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from zerohop.records import ClockAnchor
-from zerohop.telemetry.loadgen import (
+from zerohop.core.records import ClockAnchor
+from zerohop.telemetry.client_process import (
     LOOP_LAG_METRIC,
     LagWindow,
     ProcessSampler,

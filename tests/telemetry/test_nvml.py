@@ -10,7 +10,7 @@ import pynvml
 import pytest
 
 from tests.telemetry.fakes import FakeNvml
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.nvml import NvmlPcieSampler, NvmlSampler
 from zerohop.telemetry.samples import GAP, UNSUPPORTED, Sample, TelemetryClock
 

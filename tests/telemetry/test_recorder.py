@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from tests.telemetry.fakes import FakeNvml, MetricsServer, vllm_text
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.recorder import TelemetryRecorder
 from zerohop.telemetry.spec import parse_telemetry_spec
 from zerohop.telemetry.store import TELEMETRY_DIR, consolidate_telemetry

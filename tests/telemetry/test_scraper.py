@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from tests.telemetry.fakes import MetricsServer, vllm_text
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.samples import GAP, TelemetryClock
 from zerohop.telemetry.scraper import Endpoint, PrometheusScraper, fetch_text, strip_userinfo
 

@@ -21,7 +21,7 @@ LOCUSTFILE = textwrap.dedent('''
     from pathlib import Path
     from locust import HttpUser, LoadTestShape, constant, events, task
     from locust.runners import WorkerRunner
-    from zerohop.records import ClockAnchor
+    from zerohop.core.records import ClockAnchor
     from zerohop.telemetry.recorder import TelemetryRecorder
     from zerohop.telemetry.spec import parse_telemetry_spec, with_target_url
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.loop import run_sampler_loop
 from zerohop.telemetry.realthreads import RealThread, StopSignal
 from zerohop.telemetry.samples import GAP, GapTracker, Sample, TelemetryClock, labels_json

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from zerohop.calibrate import (
+from zerohop.cli import cli
+from zerohop.planning.calibrate import (
     CostParams,
     MeasuredPoint,
     PointError,
@@ -26,9 +27,8 @@ from zerohop.calibrate import (
     measured_points,
     predict,
 )
-from zerohop.capacity import find_knee
-from zerohop.capacity import measure_points as measure_points_for_capacity
-from zerohop.cli import cli
+from zerohop.planning.capacity import find_knee
+from zerohop.planning.capacity import measure_points as measure_points_for_capacity
 from zerohop.testing.vllm_cpu import VllmServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.integration, pytest.mark.slow]

@@ -16,9 +16,9 @@ from typing import Any
 
 import gevent
 
-from zerohop import results
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
+from zerohop.storage import run_folder as results
 
 log = logging.getLogger("zerohop")
 _INSTALLED = "_zerohop_hooks_installed"
@@ -156,13 +156,13 @@ def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
         _fail("no --host given and --no-embedded set: nothing to test", EXIT_BAD_INPUT)
     import shlex
 
-    from zerohop.embedded import start_embedded_target
+    from zerohop.sim.embedded import start_embedded_target
 
     args = shlex.split(opt.option(environment, "zh_sim_args") or "")
     try:
         rt.sim = start_embedded_target(args)
     except Exception as exc:  # the embedded target could not start: refuse to guess a host
-        from zerohop.main_job import one_line
+        from zerohop.cli.main_job import one_line
 
         _fail(f"no --host given and the embedded target could not start: {one_line(exc)}",
               EXIT_UNREACHABLE)
@@ -237,7 +237,7 @@ def _on_test_start(environment: Any, **_: Any) -> None:
     rt.extras["drained"] = {}
     audit_dir = opt.option(environment, "zh_audit_dir")
     if audit_dir and rt.audit is None and rt.role != "master":
-        from zerohop.loadgen.client import process_tag
+        from zerohop.client.llm_client import process_tag
 
         rt.audit = results.RecordSink(Path(audit_dir), "audit-" + process_tag())
     if rt.role == "master" and environment.parsed_options is not None:
@@ -284,7 +284,7 @@ def _prepare_worker(environment: Any, rt: ProcessRuntime) -> None:
         sel.apply(environment, decision)
         _prepare_load(environment)
     except Exception as exc:
-        from zerohop.main_job import one_line
+        from zerohop.cli.main_job import one_line
 
         worker_health.report_failure(rt, f"failed at test start: {one_line(exc)}")
         raise
@@ -347,7 +347,7 @@ def _start_telemetry(environment: Any, rt: ProcessRuntime) -> None:
 def _start_worker_self_telemetry(environment: Any, rt: ProcessRuntime) -> None:
     """A worker measures its own CPU, memory and event-loop lag and ships the samples
     to the master with its records."""
-    from zerohop.telemetry.loadgen import start_self_telemetry
+    from zerohop.telemetry.client_process import start_self_telemetry
     from zerohop.telemetry.samples import TelemetryClock
     from zerohop.telemetry.spec import LoadgenSource
 

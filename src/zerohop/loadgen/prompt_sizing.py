@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from zerohop.protocols import ApiAdapter, GenerationRequest, ProtocolError
+from zerohop.client.protocols import ApiAdapter, GenerationRequest, ProtocolError
 from zerohop.workloads.prompts import (
     ApiKind,
     PromptBuilder,
@@ -192,7 +192,7 @@ def probe_points(client: Any, adapter: ApiAdapter, model: str, *, api_key: str |
     a probe whose stream had none is asked again without streaming, for servers that
     report usage only then. Returns the points and the outcome of the first probe that
     failed (None: none did); probing stops at a failure."""
-    from zerohop.loadgen.client import RequestSpec
+    from zerohop.client.llm_client import RequestSpec
 
     builder = PromptBuilder(seed=99)
     rng = np.random.default_rng(99)

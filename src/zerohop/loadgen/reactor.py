@@ -34,7 +34,7 @@ import gevent
 from gevent.event import Event
 from gevent.socket import wait_read
 
-from zerohop.http_stream import ResponseReader, stamped_recv
+from zerohop.client.http_stream import ResponseReader, stamped_recv
 
 DEADLINE_CHECK_NS = 10_000_000
 FIRST_TOKEN_CHECK_EVERY = 8  # reads between looks at the streams awaiting a first token

@@ -21,8 +21,8 @@ from typing import Any
 import gevent
 from gevent.lock import Semaphore
 
-from zerohop.records import ClockAnchor, RequestRecord
-from zerohop.results import RecordSink
+from zerohop.core.records import ClockAnchor, RequestRecord
+from zerohop.storage.run_folder import RecordSink
 
 log = logging.getLogger("zerohop")
 

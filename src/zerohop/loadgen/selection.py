@@ -145,10 +145,10 @@ def llm_user_classes(environment: Any) -> list[type]:
 
 def decide(environment: Any) -> Selection:
     """The master's (or local runner's) decision for this run's user classes."""
+    from zerohop.client.protocols import api_key_from_env
     from zerohop.loadgen import options as opt
     from zerohop.loadgen.target_models import fetch_target_models
     from zerohop.loadgen.workload_binding import load_workloads, spec_for
-    from zerohop.protocols import api_key_from_env
 
     classes = llm_user_classes(environment)
     kinds_in_files = {s.kind for s in load_workloads(opt.option(environment, "zh_workload"))}
@@ -225,7 +225,7 @@ def announce_selection(poll: Callable[[], int | None], run_dir: Path) -> None:
 
     import click
 
-    from zerohop import results
+    from zerohop.storage import run_folder as results
 
     deadline = time.monotonic() + SELECTION_WAIT_S
     while poll() is None and time.monotonic() < deadline:

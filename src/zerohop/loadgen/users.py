@@ -16,12 +16,12 @@ import gevent
 from gevent import GreenletExit
 from locust import User, task
 
-from zerohop import records as rec
-from zerohop.loadgen.client import LLMClient, RequestSpec, cancelled_record
+from zerohop.client.llm_client import LLMClient, RequestSpec, cancelled_record
+from zerohop.client.policy import PolicyExecutor
+from zerohop.core import records as rec
+from zerohop.core.records import RequestRecord
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
-from zerohop.policy import PolicyExecutor
-from zerohop.records import RequestRecord
 
 
 class LLMUser(User):

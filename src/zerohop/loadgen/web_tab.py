@@ -150,9 +150,9 @@ def _build_report_later(rt: ProcessRuntime, report: ReportState) -> None:
 
 
 def _build_report(rt: ProcessRuntime, report: ReportState) -> None:
-    from zerohop import results
-    from zerohop.main_job import one_line
+    from zerohop.cli.main_job import one_line
     from zerohop.report.build import build_report
+    from zerohop.storage import run_folder as results
 
     assert rt.run_dir is not None
     try:

@@ -20,7 +20,7 @@ from typing import Any
 log = logging.getLogger("zerohop")
 
 MSG_WORKER_FAILED = "zerohop:worker_failed"
-EXIT_WORKER_FAILED = 5  # zerohop.main_job documents the codes
+EXIT_WORKER_FAILED = 5  # zerohop.cli.main_job documents the codes
 WATCH_INTERVAL_S = 0.5
 _STATE = "worker_health"
 

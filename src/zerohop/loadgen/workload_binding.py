@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zerohop.http_stream import Timeouts
+from zerohop.client.api_request import to_request_spec
+from zerohop.client.http_stream import Timeouts
+from zerohop.client.llm_client import LLMClient, RequestSpec
+from zerohop.client.policy import client_timeouts
+from zerohop.client.protocols import api_key_from_env, create_adapter
 from zerohop.loadgen import options as opt
-from zerohop.loadgen.api_request import to_request_spec
-from zerohop.loadgen.client import LLMClient, RequestSpec
 from zerohop.loadgen.prompt_sizing import (
     SIZED_BY_TOKEN_IDS,
     PromptSizing,
@@ -28,8 +30,6 @@ from zerohop.loadgen.prompt_sizing import (
     sizing_from_probes,
 )
 from zerohop.loadgen.runtime import runtime_of
-from zerohop.policy import client_timeouts
-from zerohop.protocols import api_key_from_env, create_adapter
 from zerohop.workloads.spec import WorkloadError, load_workload_file
 
 log = logging.getLogger("zerohop")

@@ -100,7 +100,7 @@ def microbench_command(
 
 
 def _new_run_dir(root: Path) -> Path:
-    from zerohop.results import new_run_dir
+    from zerohop.storage.run_folder import new_run_dir
 
     return new_run_dir(root, "microbench")
 
@@ -111,7 +111,7 @@ def _write(result: MicrobenchResult, run_dir: Path, *, started: bool, device: in
     run_dir.mkdir(parents=True, exist_ok=True)
     path = write_microbench(result, run_dir / RESULT_FILE)
     if started:
-        from zerohop.results import finish_manifest, start_manifest
+        from zerohop.storage.run_folder import finish_manifest, start_manifest
 
         env = result.environment
         gpu = [] if env.gpu_name is None else [

@@ -8,13 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from zerohop.report.alerts import AlertRule, load_rules
-from zerohop.report.analysis import AnalysisSettings, analyse_run
-from zerohop.report.compare import CompareSettings, Comparison, compare_runs
-from zerohop.report.load import ReportInputError, load_run
+from zerohop.analysis.alerts import AlertRule, load_rules
+from zerohop.analysis.compare import CompareSettings, Comparison, compare_runs
+from zerohop.analysis.run_analysis import AnalysisSettings, analyse_run
+from zerohop.analysis.run_data import ReportInputError
 from zerohop.report.present import report_page
 from zerohop.report.present_compare import comparison_page
 from zerohop.report.render import render_page, write_atomically
+from zerohop.storage.run_reader import load_run
 
 REPORT_FILE = "report.html"
 

@@ -72,7 +72,7 @@ def report_command(
     """Write a self-contained HTML report of one results folder."""
 
     def run() -> Path:
-        from zerohop.report.alerts import load_rules_file, parse_rule
+        from zerohop.analysis.alerts import load_rules_file, parse_rule
         from zerohop.report.build import build_report
 
         rules = None
@@ -158,8 +158,8 @@ def compare_command(
 
 
 def _or_exit(action: Callable[[], T]) -> T:
-    from zerohop.report.alerts import AlertRuleError
-    from zerohop.report.load import ReportInputError
+    from zerohop.analysis.alerts import AlertRuleError
+    from zerohop.analysis.run_data import ReportInputError
     from zerohop.report.render import TemplatesNotFoundError
 
     try:

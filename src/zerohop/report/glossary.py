@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 
-from zerohop.report.fidelity import (
+from zerohop.analysis.fidelity import (
     LOADGEN_CPU_LIMIT_PCT,
     LOOP_LAG_P99_LIMIT_MS,
     SCHEDULE_LAG_P99_LIMIT_MS,

@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.correlation import PairResult
+from zerohop.analysis.policy import policy_section
+from zerohop.analysis.run_analysis import RunAnalysis
+from zerohop.analysis.token_counts import TokenCounts, token_count_section
 from zerohop.report import formatting as fmt
-from zerohop.report.analysis import RunAnalysis
 from zerohop.report.charts import Chart, Series, add_chart, joined
-from zerohop.report.correlation import PairResult
 from zerohop.report.environment import environment_rows, redact
 from zerohop.report.glossary import glossary_entries
-from zerohop.report.policy import policy_section
 from zerohop.report.present_headline import (
     headline_chart,
     headline_figures,
@@ -35,7 +36,6 @@ from zerohop.report.present_timeseries import (
     time_chart,
     timeseries_section,
 )
-from zerohop.report.token_counts import TokenCounts, token_count_section
 
 __all__ = ["METRIC_TITLES", "Page", "report_page"]
 

@@ -8,9 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from zerohop.report import formatting as fmt
-from zerohop.report.charts import Chart, Series, joined
-from zerohop.report.compare import (
+from zerohop.analysis.compare import (
     Comparison,
     LogicalComparison,
     MetricComparison,
@@ -18,8 +16,10 @@ from zerohop.report.compare import (
     RateComparison,
     WorkloadComparison,
 )
+from zerohop.analysis.policy import PolicySummary
+from zerohop.report import formatting as fmt
+from zerohop.report.charts import Chart, Series, joined
 from zerohop.report.glossary import REQUEST_GLOSSARY
-from zerohop.report.policy import PolicySummary
 from zerohop.report.present import METRIC_TITLES, Page
 
 # The headline badge is the first of these that any judged figure has: the worst one.

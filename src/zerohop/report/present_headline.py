@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.report import formatting as fmt
-from zerohop.report.analysis import RunAnalysis
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.present_latency import ITL_BETWEEN_READS
 from zerohop.report.present_timeseries import time_chart

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from zerohop.analysis.quantiles import PERCENTILE_NAMES, Distribution
+from zerohop.analysis.reads import ReadDelivery
+from zerohop.analysis.run_analysis import RunAnalysis
+from zerohop.analysis.summary import ALL_WORKLOADS
 from zerohop.report import formatting as fmt
-from zerohop.report.analysis import RunAnalysis
 from zerohop.report.charts import Chart, Series, add_chart, joined
-from zerohop.report.quantiles import PERCENTILE_NAMES, Distribution
-from zerohop.report.reads import ReadDelivery
-from zerohop.report.summary import ALL_WORKLOADS
 
 METRIC_TITLES: dict[str, str] = {
     "ttft_ms": "TTFT",

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.run_analysis import RunAnalysis, TimeSeriesData
 from zerohop.report import formatting as fmt
-from zerohop.report.analysis import RunAnalysis, TimeSeriesData
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.legend import brief_names
 

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from zerohop.records import ClockAnchor, http_outcome
+from zerohop.core.records import ClockAnchor, http_outcome
 from zerohop.sim.api_shapes import (
     ChatShape,
     CompletionShape,

@@ -197,7 +197,7 @@ def proxy_command(
     max_concurrency: int,
 ) -> None:
     """Run the orchestrator layer: a real extra HTTP hop in front of an engine."""
-    from zerohop.sim.proxy import LayerConfig, serve_proxy
+    from zerohop.layer.proxy import LayerConfig, serve_proxy
 
     try:
         layer = LayerConfig(

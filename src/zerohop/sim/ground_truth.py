@@ -27,7 +27,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import IO, Any
 
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 
 FLUSH_INTERVAL_S = 0.5
 KEEP_IN_MEMORY = 20_000  # the JSONL file keeps everything

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from zerohop.records import INCOMPLETE_STREAM, OK, PROTOCOL_ERROR, stream_error_outcome
+from zerohop.core.records import INCOMPLETE_STREAM, OK, PROTOCOL_ERROR, stream_error_outcome
 from zerohop.sim.api_shapes import WireShape, error_body
 from zerohop.sim.engine import NULL_SINK, Engine, EngineError, PreparedWrite, Sequence
 from zerohop.sim.faults import FaultSpec

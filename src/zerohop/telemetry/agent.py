@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from zerohop.records import ClockAnchor
-from zerohop.telemetry.loadgen import ProcessSampler
+from zerohop.core.records import ClockAnchor
+from zerohop.telemetry.client_process import ProcessSampler
 from zerohop.telemetry.loop import Sampler, run_sampler_loop
 from zerohop.telemetry.nvml import NvmlApi, NvmlPcieSampler, NvmlSampler, PynvmlApi
 from zerohop.telemetry.realthreads import RealThread, StopSignal

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import zerohop
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.agent import AgentConfig, TelemetryAgent
-from zerohop.telemetry.loadgen import (
+from zerohop.telemetry.client_process import (
     LoopLagProbe,
     gevent_is_patched,
     loadgen_source,

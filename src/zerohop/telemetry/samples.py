@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from zerohop.records import ClockAnchor
+from zerohop.core.records import ClockAnchor
 
 GAP = "gap"
 UNSUPPORTED = "unsupported"

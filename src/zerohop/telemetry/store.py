@@ -21,7 +21,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from zerohop.jsonl import read_jsonl_folder
+from zerohop.storage.jsonl import read_jsonl_folder
 from zerohop.telemetry.samples import GAP, Sample
 
 TELEMETRY_DIR = "telemetry"

@@ -1,0 +1,246 @@
+"""One run → every figure the report shows (accumulate → compile; rendering is
+elsewhere). Pure: takes a loaded `RunData`, returns a `RunAnalysis`, touches no file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from zerohop.analysis.alerts import (
+    DEFAULT_ALERT_RULES,
+    AlertResult,
+    AlertRule,
+    evaluate_rules,
+    load_rules,
+)
+from zerohop.analysis.correlation import CorrelationReport, CorrelationSettings, find_drivers
+from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samples, outcome_counts
+from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
+from zerohop.analysis.lora_adapters import AdapterSummary, summarise_adapters
+from zerohop.analysis.microbench import MicrobenchSummary, summarise_microbench
+from zerohop.analysis.policy import PolicySummary, summarise_policy
+from zerohop.analysis.prefill import PrefillFit, fit_prefill
+from zerohop.analysis.reads import ReadDelivery, summarise_reads
+from zerohop.analysis.run_data import RunData
+from zerohop.analysis.slo import SloResult, evaluate_slos, good_mask, parse_slos
+from zerohop.analysis.summary import (
+    ALL_WORKLOADS,
+    WorkloadSummary,
+    summarise,
+    summarise_workloads,
+)
+from zerohop.analysis.timeseries import (
+    Lane,
+    TelemetryGap,
+    Timeline,
+    lane_windows,
+    latency_series,
+    load_series,
+    outcome_series,
+    run_timeline,
+    schedule_lag_series,
+    telemetry_gaps,
+    telemetry_lanes,
+)
+from zerohop.analysis.token_counts import TokenCounts, summarise_token_counts
+
+MAX_CHART_POINTS = 2000
+CDF_METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    window_s: float = 2.0
+    max_lag_windows: int = 5
+    fdr: float = 0.01
+    min_abs_rho: float = 0.3
+    alert_rules: tuple[AlertRule, ...] | None = None  # None: DEFAULT_ALERT_RULES
+
+
+@dataclass
+class TimeSeriesData:
+    """Chart-resolution series on one time axis (seconds since `timeline.t0`)."""
+
+    timeline: Timeline
+    load: pd.DataFrame
+    latency: pd.DataFrame
+    schedule_lag: pd.DataFrame
+    outcomes: pd.DataFrame
+    lanes: pd.DataFrame  # lane key → window mean
+    lane_metrics: dict[str, str]  # lane key → metric
+    lane_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # key → labels
+
+
+@dataclass
+class RunAnalysis:
+    label: str
+    manifest: dict[str, Any]
+    settings: AnalysisSettings
+    timeline: Timeline
+    summaries: list[WorkloadSummary]
+    slo_results: list[SloResult]
+    cdfs: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]  # metric → workload → (x, q)
+    charts_series: TimeSeriesData
+    prefill: list[PrefillFit]
+    adapters: list[AdapterSummary]
+    outcomes: list[OutcomeCount]
+    error_samples: list[ErrorSample]
+    fidelity: ClientFidelity
+    correlation: CorrelationReport
+    alerts: list[AlertResult]
+    gaps: list[TelemetryGap]
+    microbench: MicrobenchSummary | None
+    policy: PolicySummary | None = None
+    notes: list[str] = field(default_factory=list)
+    reads: list[ReadDelivery] = field(default_factory=list)  # per summary row
+    token_counts: TokenCounts | None = None  # the client's counts beside the server's
+
+    @property
+    def total(self) -> WorkloadSummary:
+        """The run-wide summary row (the only row when there is one workload)."""
+        return self.summaries[-1]
+
+
+def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAnalysis:
+    settings = settings or AnalysisSettings()
+    notes = list(run.notes)
+    requests, telemetry, manifest = run.requests, run.telemetry, run.manifest
+    duration = manifest.get("duration_s")
+    timeline = run_timeline(requests, telemetry, settings.window_s, fallback_duration_s=duration)
+    targets, slo_notes = parse_slos(manifest.get("slo"))
+    notes += slo_notes
+    good = good_mask(requests, run.itl, targets)
+    summaries = summarise_workloads(requests, run.itl, good, fallback_window_s=duration)
+    if not summaries:  # no record at all: one empty `all` row, so the report still renders
+        nothing = np.zeros(len(requests), dtype=bool)
+        summaries = [summarise(requests, run.itl, good, nothing, ALL_WORKLOADS, duration)]
+    ok = (requests["outcome"] == "ok").to_numpy()
+    slo_results = evaluate_slos(targets, _ok_values(run, ok, {t.column for t in targets}))
+    lanes = telemetry_lanes(telemetry)
+    rules = _rules(settings)
+    window_latency = latency_series(requests, timeline)
+    window_load = load_series(requests, timeline)
+    alerts = evaluate_rules(
+        rules, lanes, _window_series(timeline, window_latency, window_load), timeline.t0
+    )
+    window_lanes = lane_windows(lanes, timeline)
+    correlation = find_drivers(
+        window_latency,
+        window_lanes,
+        CorrelationSettings(
+            window_s=settings.window_s,
+            max_lag_windows=settings.max_lag_windows,
+            fdr=settings.fdr,
+            min_abs_rho=settings.min_abs_rho,
+        ),
+    )
+    microbench = summarise_microbench(run.microbench) if run.microbench else None
+    return RunAnalysis(
+        label=run.label,
+        manifest=manifest,
+        settings=settings,
+        timeline=timeline,
+        summaries=summaries,
+        slo_results=slo_results,
+        cdfs=_cdfs(summaries),
+        charts_series=_chart_series(
+            requests, lanes, timeline, (window_load, window_latency, window_lanes)
+        ),
+        prefill=fit_prefill(requests),
+        adapters=summarise_adapters(requests),
+        outcomes=outcome_counts(requests),
+        error_samples=error_samples(requests, timeline.t0),
+        fidelity=assess_fidelity(requests, lanes, manifest.get("client_fidelity")),
+        correlation=correlation,
+        alerts=alerts,
+        gaps=telemetry_gaps(telemetry),
+        microbench=microbench,
+        policy=summarise_policy(requests, settings.window_s),
+        notes=notes,
+        reads=summarise_reads(requests, run.itl, [s.workload for s in summaries]),
+        token_counts=summarise_token_counts(requests),
+    )
+
+
+def _rules(settings: AnalysisSettings) -> list[AlertRule]:
+    if settings.alert_rules is None:
+        return load_rules(DEFAULT_ALERT_RULES)
+    return list(settings.alert_rules)
+
+
+def _ok_values(run: RunData, ok: np.ndarray, columns: set[str]) -> dict[str, np.ndarray]:
+    values = {}
+    for column in columns:
+        if column == "itl_ms":
+            values[column] = run.itl.pooled(ok)
+        else:
+            values[column] = run.requests[column].to_numpy(dtype=float)[ok]
+    return values
+
+
+def _window_series(
+    timeline: Timeline, *frames: pd.DataFrame
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Window series keyed by column, timestamped at window centres (for alerts)."""
+    centres = timeline.t0 + timeline.starts_s + timeline.window_s / 2.0
+    return {
+        str(column): (centres, frame[column].to_numpy(dtype=float))
+        for frame in frames
+        for column in frame.columns
+    }
+
+
+def _cdfs(
+    summaries: Sequence[WorkloadSummary],
+) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """metric → workload → CDF points, as computed with each workload's summary."""
+    out: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+    for metric in CDF_METRICS:
+        out[metric] = {
+            s.workload: cdf
+            for s in summaries
+            if s.workload != ALL_WORKLOADS
+            and metric in s.latency
+            and (cdf := s.latency[metric].cdf) is not None
+        }
+    return out
+
+
+def _chart_series(
+    requests: pd.DataFrame,
+    lanes: list[Lane],
+    timeline: Timeline,
+    analysis_frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+) -> TimeSeriesData:
+    """Series for the charts: the analysis windows themselves when there are few
+    enough of them, else whole multiples of them (≤ MAX_CHART_POINTS per series)."""
+    chart_timeline = timeline.coarsened(MAX_CHART_POINTS)
+    if chart_timeline == timeline:
+        load, latency, lane_means = analysis_frames
+    else:
+        load = load_series(requests, chart_timeline)
+        latency = latency_series(requests, chart_timeline)
+        lane_means = lane_windows(lanes, chart_timeline)
+    return TimeSeriesData(
+        timeline=chart_timeline,
+        load=load,
+        latency=latency,
+        schedule_lag=schedule_lag_series(requests, chart_timeline),
+        outcomes=outcome_series(requests, chart_timeline),
+        lanes=lane_means,
+        lane_metrics={lane.key: lane.metric for lane in lanes},
+        lane_labels={lane.key: _legend_labels(lane) for lane in lanes},
+    )
+
+
+def _legend_labels(lane: Lane) -> dict[str, str]:
+    """A lane's labels, with its source when the source is part of its key (two
+    sources reporting the same series)."""
+    if lane.key.endswith(f"@{lane.source}"):
+        return {**lane.labels, "source": lane.source}
+    return dict(lane.labels)

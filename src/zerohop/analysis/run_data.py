@@ -1,0 +1,183 @@
+"""The tables one run becomes, and the column types every analysis may rely on.
+
+`storage.run_reader` fills a `RunData` from a results folder; tests build one in memory
+with `frame_from_rows`. Nothing here opens a file, so analysis stays pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+# Scalar request columns the analysis reads, with the dtype each becomes. Columns a
+# (possibly older) file lacks are added as all-missing, so analysis code can rely on
+# every one of them existing.
+FLOAT_COLUMNS: tuple[str, ...] = (
+    "scheduled_ts",
+    "sent_ts",
+    "first_content_ts",
+    "end_ts",
+    "schedule_lag_ms",
+    "ttft_ms",
+    "e2e_ms",
+    "tpot_ms",
+    "ttft_from_schedule_ms",
+    "e2e_from_schedule_ms",
+    "input_tokens",
+    "output_tokens",
+    "http_status",
+    "server_ttft_ms",
+    # client policies (retries, fallbacks): report/policy.py
+    "attempt",
+    "retry_after_s",
+    "backoff_ms",
+    "logical_e2e_ms",
+    "logical_ttft_ms",
+    # token counts, the client's beside the server's: report/token_counts.py
+    "counted_output_tokens",
+    "target_input_tokens",
+)
+TEXT_COLUMNS: tuple[str, ...] = ("error_type", "error_message")
+CATEGORY_COLUMNS: tuple[str, ...] = (
+    "workload", "outcome", "adapter", "model", "final_outcome", "answered_by",
+    "give_up_reason", "attempt_reason", "token_source", "prompt_token_source",
+)
+LIST_COLUMN = "itl_ms"
+REQUEST_COLUMNS: tuple[str, ...] = CATEGORY_COLUMNS + FLOAT_COLUMNS + TEXT_COLUMNS
+TELEMETRY_COLUMNS: tuple[str, ...] = ("ts", "source", "metric", "labels", "value")
+
+
+class ReportInputError(ValueError):
+    """A results folder the report cannot read; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class ItlColumn:
+    """The `itl_ms` lists of every request, flattened: request i owns
+    `values[offsets[i]:offsets[i + 1]]`. Kept out of the DataFrame because a million
+    Python lists would cost more than the whole rest of the report."""
+
+    values: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def pooled(self, row_mask: np.ndarray) -> np.ndarray:
+        """All gaps of the selected requests in one array (ITL is pooled across requests)."""
+        per_value = np.repeat(np.asarray(row_mask, dtype=bool), self.lengths)
+        return self.values[per_value]
+
+    def row_max(self) -> np.ndarray:
+        """Largest gap of each request (NaN where a request has none)."""
+        out = np.full(self.lengths.size, np.nan)
+        nonempty = self.lengths > 0
+        if self.values.size:
+            starts = self.offsets[:-1][nonempty]
+            out[nonempty] = np.maximum.reduceat(self.values, starts)
+        return out
+
+    @classmethod
+    def empty(cls, n_rows: int) -> ItlColumn:
+        return cls(values=np.array([], dtype=float), offsets=np.zeros(n_rows + 1, np.int64))
+
+
+@dataclass
+class RunData:
+    """Everything one run left behind, as plain tables."""
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    requests: pd.DataFrame
+    itl: ItlColumn
+    telemetry: pd.DataFrame
+    microbench: dict[str, Any] | None
+    requests_source: Literal["parquet", "jsonl"]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """Short name for headings: the run id, else the folder name."""
+        run_id = self.manifest.get("run_id")
+        return str(run_id) if run_id else self.run_dir.name
+
+
+def frame_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, ItlColumn]:
+    """Request records (dicts with RECORD_FIELDS keys) → the analysis tables. Used by
+    the JSONL path and by tests that build runs in memory."""
+    columns: dict[str, list[Any]] = {name: [] for name in REQUEST_COLUMNS}
+    itl_values: list[float] = []
+    lengths: list[int] = []
+    for row in rows:
+        for name in REQUEST_COLUMNS:
+            columns[name].append(row.get(name))
+        gaps = row.get(LIST_COLUMN) or []
+        itl_values.extend(float(v) for v in gaps)
+        lengths.append(len(gaps))
+    frame = typed_frame(
+        {name: pd.Series(values, dtype=object) for name, values in columns.items()}
+    )
+    offsets = np.concatenate(([0], np.cumsum(np.asarray(lengths, dtype=np.int64))))
+    return frame, ItlColumn(np.asarray(itl_values, dtype=float), offsets.astype(np.int64))
+
+
+def typed_frame(columns: Mapping[str, pd.Series]) -> pd.DataFrame:
+    """Give every analysis column one dtype whatever the source: floats (NaN for
+    missing), categories for the grouping keys, plain strings (or None) for text."""
+    n = len(next(iter(columns.values()))) if columns else 0
+    out: dict[str, Any] = {}
+    for name in CATEGORY_COLUMNS:
+        series = columns.get(name)
+        if series is None:
+            out[name] = pd.Categorical([None] * n)
+        elif isinstance(series.dtype, pd.CategoricalDtype):
+            out[name] = series.cat.remove_unused_categories().array
+        else:
+            out[name] = pd.Categorical([_text_or_none(v) for v in series])
+    for name in FLOAT_COLUMNS:
+        series = columns.get(name)
+        out[name] = (
+            np.full(n, np.nan)
+            if series is None
+            else pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        )
+    for name in TEXT_COLUMNS:
+        series = columns.get(name)
+        # Kept in the source's string dtype: only the few failed rows are ever read.
+        out[name] = (
+            pd.Series([None] * n, dtype=object) if series is None else series.reset_index(drop=True)
+        )
+    frame = pd.DataFrame(out)
+    frame["workload"] = _fill_category(frame["workload"], "(unnamed)")
+    frame["outcome"] = _fill_category(frame["outcome"], "cancelled")
+    return frame
+
+
+def category_codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Integer codes (-1 = missing) and the names they index, of a categorical
+    column: selecting by code is far faster than comparing a million strings."""
+    if not isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype("category")
+    return series.cat.codes.to_numpy(), [str(c) for c in series.cat.categories]
+
+
+def _fill_category(series: pd.Series, default: str) -> pd.Series:
+    """Missing grouping keys get a visible name instead of vanishing from groupbys."""
+    if not series.isna().any():
+        return series
+    if default not in series.cat.categories:
+        series = series.cat.add_categories([default])
+    return series.fillna(default)
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)

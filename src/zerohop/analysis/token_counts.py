@@ -1,0 +1,154 @@
+"""The client's own token counts beside the server's usage: the billing-versus-monitoring
+drift operators chase.
+
+Output: the client counts what the stream delivered (content events × tokens per event,
+`counted_output_tokens`); the server says `usage.completion_tokens` (`output_tokens` with
+`token_source = usage`). Input: the client asked for `target_input_tokens`; the server
+says `usage.prompt_tokens` (`input_tokens`). Only `ok` requests are compared: a cut
+stream's counts differ for a reason already reported. Pure: a frame in, figures out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from zerohop.analysis.summary import ALL_WORKLOADS
+from zerohop.report import formatting as fmt
+
+__all__ = ["INPUT_ERROR_FLAG_PCT", "TokenCountRow", "TokenCounts", "summarise_token_counts",
+           "token_count_section"]
+
+INPUT_ERROR_FLAG_PCT = 3.0
+"""The prompt-size promise: the median request within ±3 % of the asked size."""
+_TOP_DIFFERENCES = 6
+
+
+@dataclass(frozen=True)
+class TokenCountRow:
+    workload: str
+    ok: int
+    output_compared: int  # ok requests with both the server's and the client's count
+    client_output: int
+    server_output: int
+    output_mismatched: int  # of those, requests whose two counts differ
+    output_differences: tuple[tuple[int, int], ...]  # (server − client, requests), commonest
+    input_compared: int  # ok requests with an asked size and the server's prompt count
+    asked_input: int
+    server_input: int
+    input_median_error_pct: float  # per request (server − asked) ÷ asked, median
+    input_p95_abs_error_pct: float
+    input_within_one: float  # share of requests within ±1 token of the asked size
+    prompt_sources: tuple[tuple[str, int], ...]  # prompt_token_source → requests
+
+    @property
+    def output_difference(self) -> int:
+        return self.server_output - self.client_output
+
+    @property
+    def output_difference_pct(self) -> float:
+        return _pct(self.output_difference, self.client_output)
+
+    @property
+    def input_difference_pct(self) -> float:
+        return _pct(self.server_input - self.asked_input, self.asked_input)
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    rows: list[TokenCountRow]
+    flags: list[str]  # one line per workload whose median prompt size misses the promise
+
+
+def summarise_token_counts(requests: pd.DataFrame) -> TokenCounts:
+    """One row per workload (and an `all` row when there are several)."""
+    ok = (requests["outcome"] == "ok").to_numpy()
+    workloads = requests["workload"].astype(object).to_numpy()
+    names = list(dict.fromkeys(workloads[ok].tolist()))
+    rows = [_row(requests, ok & (workloads == name), str(name)) for name in names]
+    if len(rows) > 1:
+        rows.append(_row(requests, ok, ALL_WORKLOADS))
+    flags = [
+        f"{row.workload}: median prompt size {row.input_median_error_pct:+.1f} % off the asked "
+        f"size (more than ±{INPUT_ERROR_FLAG_PCT:g} %)"
+        for row in rows
+        if row.workload != ALL_WORKLOADS
+        and abs(row.input_median_error_pct) > INPUT_ERROR_FLAG_PCT
+    ]
+    return TokenCounts(rows=rows, flags=flags)
+
+
+def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
+    client = requests["counted_output_tokens"].to_numpy(dtype=float)
+    server = requests["output_tokens"].to_numpy(dtype=float)
+    from_usage = (requests["token_source"].astype(object) == "usage").to_numpy()
+    both_out = mask & from_usage & np.isfinite(client) & np.isfinite(server)
+    out_diff = (server[both_out] - client[both_out]).astype(np.int64)
+    asked = requests["target_input_tokens"].to_numpy(dtype=float)
+    got = requests["input_tokens"].to_numpy(dtype=float)
+    both_in = mask & np.isfinite(asked) & (asked > 0) & np.isfinite(got)
+    error_pct = (got[both_in] - asked[both_in]) / asked[both_in] * 100.0
+    sources = Counter(
+        str(s) for s in requests["prompt_token_source"].astype(object).to_numpy()[mask]
+        if isinstance(s, str)
+    )
+    return TokenCountRow(
+        workload=name,
+        ok=int(mask.sum()),
+        output_compared=int(both_out.sum()),
+        client_output=int(client[both_out].sum()),
+        server_output=int(server[both_out].sum()),
+        output_mismatched=int(np.count_nonzero(out_diff)),
+        output_differences=tuple(Counter(out_diff.tolist()).most_common(_TOP_DIFFERENCES)),
+        input_compared=int(both_in.sum()),
+        asked_input=int(asked[both_in].sum()),
+        server_input=int(got[both_in].sum()),
+        input_median_error_pct=float(np.median(error_pct)) if error_pct.size else math.nan,
+        input_p95_abs_error_pct=(
+            float(np.percentile(np.abs(error_pct), 95)) if error_pct.size else math.nan
+        ),
+        input_within_one=(
+            float(np.mean(np.abs(got[both_in] - asked[both_in]) <= 1))
+            if error_pct.size else math.nan
+        ),
+        prompt_sources=tuple(sorted(sources.items())),
+    )
+
+
+def token_count_section(counts: TokenCounts) -> dict[str, object] | None:
+    """The report's rows (strings as shown); None when no ok request was measured."""
+    if not counts.rows:
+        return None
+    rows = []
+    for row in counts.rows:
+        differences = ", ".join(f"{d:+d}: {n}" for d, n in row.output_differences if d != 0)
+        rows.append({
+            "workload": row.workload,
+            "output_compared": fmt.count(row.output_compared),
+            "client_output": fmt.count(row.client_output),
+            "server_output": fmt.count(row.server_output),
+            "output_difference": f"{row.output_difference:+,d} "
+                                 f"({fmt.signed_pct(row.output_difference_pct)})"
+            if row.output_compared else fmt.DASH,
+            "output_mismatched": fmt.count(row.output_mismatched) if row.output_compared
+            else fmt.DASH,
+            "output_differences": differences or fmt.DASH,
+            "input_compared": fmt.count(row.input_compared),
+            "asked_input": fmt.count(row.asked_input),
+            "server_input": fmt.count(row.server_input),
+            "input_difference": fmt.signed_pct(row.input_difference_pct)
+            if row.input_compared else fmt.DASH,
+            "input_median": fmt.signed_pct(row.input_median_error_pct),
+            "input_p95": fmt.pct(row.input_p95_abs_error_pct),
+            "input_within_one": fmt.pct(row.input_within_one * 100.0),
+            "sources": ", ".join(f"{s} {n}" for s, n in row.prompt_sources) or fmt.DASH,
+        })
+    return {"rows": rows, "flags": counts.flags}
+
+
+def _pct(part: float, whole: float) -> float:
+    return part / whole * 100.0 if whole else math.nan

@@ -1,0 +1,70 @@
+"""The `zerohop` command. Subcommands live in their own modules and are imported only
+when used, so `zerohop --help` stays fast and a missing optional part (CuPy, say)
+never breaks the others."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+# name -> "module:attribute" of a click.Command. Listed in the order help shows them.
+SUBCOMMANDS: dict[str, str] = {
+    "run": "zerohop.cli.main_job:run_command",
+    "sim": "zerohop.sim.cli:sim_command",
+    "proxy": "zerohop.sim.cli:proxy_command",
+    "report": "zerohop.report.cli:report_command",
+    "compare": "zerohop.report.cli:compare_command",
+    "microbench": "zerohop.microbench.cli:microbench_command",
+    "exporter": "zerohop.telemetry.exporter:exporter_command",
+    "calibrate": "zerohop.planning.calibrate:calibrate_command",
+    "consolidate": "zerohop.storage.run_folder:consolidate_command",
+    "sweep": "zerohop.planning.sweep:sweep_command",
+    "capacity": "zerohop.planning.capacity:capacity_command",
+    "nightly": "zerohop.planning.nightly:nightly_command",
+    "locustfile": "zerohop.shipped.cli:locustfile_command",
+}
+
+EXIT_BAD_INPUT = 2
+
+
+class LazyGroup(click.Group):
+    """A click group that imports each subcommand's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in SUBCOMMANDS if self._load(name) is not None]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return self._load(cmd_name)
+
+    @staticmethod
+    def _load(name: str) -> click.Command | None:
+        target = SUBCOMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                return None  # that part is not built yet
+            raise
+        command = getattr(module, attr, None)
+        return command if isinstance(command, click.Command) else None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="zerohop")
+def cli() -> None:
+    """zerohop: what every hop between an LLM client and the GPU costs.
+
+    Start with `zerohop run` (embedded target, all workloads, report).
+    """
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="zerohop", standalone_mode=True)
+    except KeyboardInterrupt:
+        sys.exit(130)

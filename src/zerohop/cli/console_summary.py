@@ -1,0 +1,73 @@
+"""The short summary `zerohop run` prints, and its SLO verdict (exit code 1 on a miss).
+
+Computed by the report's own analysis (`report.analysis`), so the terminal and the page
+can never disagree."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from zerohop.analysis.run_analysis import RunAnalysis, analyse_run
+from zerohop.storage.run_reader import load_run
+
+
+def analyse(run_dir: Path) -> RunAnalysis:
+    return analyse_run(load_run(run_dir))
+
+
+def slo_verdict(analysis: RunAnalysis) -> dict[str, Any]:
+    results = [
+        {"slo": r.target.key, "threshold_ms": r.target.threshold_ms,
+         "observed_ms": None if math.isnan(r.observed_ms) else round(r.observed_ms, 3),
+         "met": r.met}
+        for r in analysis.slo_results
+    ]
+    return {"failed": any(r["met"] is False for r in results), "results": results}
+
+
+def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
+    head = (f"{'workload':<26}{'reqs':>7}{'err%':>7}{'req/s':>8}{'out tok/s':>11}"
+            f"{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'E2E p99':>10}")
+    click.echo(head)
+    for s in analysis.summaries:
+        lat = s.latency
+        click.echo(
+            f"{s.workload[:25]:<26}{s.requests:>7}{s.error_pct:>7.1f}{s.req_per_s:>8.2f}"
+            f"{s.output_tokens_per_s:>11.0f}{_ms(lat, 'ttft_ms', 'p50'):>10}"
+            f"{_ms(lat, 'ttft_ms', 'p99'):>10}{_ms(lat, 'tpot_ms', 'p50'):>10}"
+            f"{_ms(lat, 'e2e_ms', 'p99'):>10}"
+        )
+    for r in verdict["results"]:
+        state = {True: "met", False: "MISSED", None: "no data"}[r["met"]]
+        click.echo(f"SLO {r['slo']} ≤ {r['threshold_ms']:g} ms: observed "
+                   f"{r['observed_ms']} ms — {state}")
+
+
+def _ms(latency: dict[str, Any], metric: str, stat: str) -> str:
+    dist = latency.get(metric)
+    if dist is None or dist.n == 0:
+        return "-"
+    return f"{dist.get(stat):.1f}"
+
+
+def no_success_reason(analysis: RunAnalysis) -> str | None:
+    """None when any request was `ok`; else one line saying why none was (the commonest
+    failure and one of its messages), for a run that measured nothing usable."""
+    total = analysis.total
+    if total.ok > 0:
+        return None
+    if total.requests == 0:
+        return "no request was sent (see locust.log in the results folder)"
+    failures = [o for o in analysis.outcomes if o.outcome != "ok"]
+    commonest = max(failures, key=lambda o: o.count)
+    message = next((e.message for e in analysis.error_samples
+                    if e.outcome == commonest.outcome), "")
+    line = (f"no request succeeded: {total.requests} of {total.requests} failed, "
+            f"{commonest.count} as {commonest.outcome}")
+    if message and message != "—":
+        line += ": " + " ".join(message.split())[:160]
+    return line

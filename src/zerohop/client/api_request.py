@@ -1,0 +1,62 @@
+"""A planned request in the shape the chosen API takes.
+
+A workload plans one prompt (text, or token ids) whatever the API; each API carries it
+differently: the completions API takes the text or the ids as `prompt`, the chat API a
+list of chat messages, Anthropic its own messages (the adapter moves a system prompt to
+its field). Deciding that here, once, keeps the planner API-neutral and means every
+default workload runs on every API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zerohop.client.llm_client import RequestSpec
+from zerohop.client.protocols import GenerationRequest
+
+__all__ = ["UnfitRequest", "generation_for", "to_request_spec"]
+
+_CHAT_APIS = ("openai-chat", "anthropic")
+
+
+class UnfitRequest(ValueError):
+    """A workload plans a prompt the chosen API cannot carry (e.g. token ids on chat)."""
+
+
+def generation_for(planned: Any, api: str, model: str) -> GenerationRequest:
+    """The `GenerationRequest` for `planned` on `api`: text or ids for completions, one
+    user message for the chat APIs."""
+    common: dict[str, Any] = {
+        "model": model,
+        "max_tokens": int(planned.max_tokens),
+        "temperature": float(planned.temperature),
+        "ignore_eos": bool(planned.ignore_eos),
+    }
+    if api == "openai-completions":
+        if planned.token_ids is not None:
+            return GenerationRequest(prompt_token_ids=list(planned.token_ids), **common)
+        return GenerationRequest(prompt=planned.prompt or "", **common)
+    if api in _CHAT_APIS:
+        if planned.prompt is None:
+            raise UnfitRequest(
+                f"workload '{planned.workload}': {api} takes text messages, not token ids "
+                "(use prompt_format: text, or --api openai-completions)"
+            )
+        return GenerationRequest(
+            messages=[{"role": "user", "content": planned.prompt}], **common
+        )
+    raise UnfitRequest(f"api: unknown API {api!r}")
+
+
+def to_request_spec(planned: Any, api: str, default_model: str, *,
+                    scheduled_perf_ns: int | None = None) -> RequestSpec:
+    """A planner's PlannedRequest → what the client sends on `api`."""
+    model = planned.adapter or planned.model or default_model
+    return RequestSpec(
+        workload=planned.workload,
+        generation=generation_for(planned, api, model),
+        adapter=planned.adapter,
+        target_input_tokens=planned.target_input_tokens,
+        scheduled_perf_ns=scheduled_perf_ns,
+    )
+

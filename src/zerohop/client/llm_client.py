@@ -1,0 +1,167 @@
+"""One measured request, start to record: build it, stream it, time it, keep it.
+
+`LLMClient` is transport plus bookkeeping and nothing else: connection reuse (keep-alive
+like real clients), the timeouts, and turning the raw exchange into a RequestRecord. It
+knows nothing of Locust; the Locust users call it and fire Locust's events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from zerohop.client.http_stream import END_RESET, RawExchange, Reactor, Timeouts, stream_request
+from zerohop.client.measure import build_record, content_detector
+from zerohop.client.protocols import ApiAdapter, GenerationRequest, HttpRequest
+from zerohop.core import records as rec
+from zerohop.core.records import ClockAnchor, RequestRecord
+
+
+def process_tag() -> str:
+    """`host:pid` of the measuring process (computed when asked: Locust forks workers
+    after import)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+YIELD_EVERY_NS = 100_000
+
+
+def cooperative_sleep0() -> Callable[[], None]:
+    """gevent.sleep(0) when running under gevent (Locust), else a no-op."""
+    try:
+        import gevent
+    except ImportError:
+        return lambda: None
+    return lambda: gevent.sleep(0)
+
+
+@dataclass
+class RequestSpec:
+    """What to send and how to label it (the workload planner's output, API-neutral)."""
+
+    workload: str
+    generation: GenerationRequest
+    adapter: str | None = None
+    target_input_tokens: int | None = None
+    scheduled_perf_ns: int | None = None
+    logical_request_id: str | None = None
+    attempt: int = 1
+    prompt_token_source: str | None = None  # which method sized the prompt
+
+
+class LLMClient:
+    """Measures requests against one base URL with one API adapter."""
+
+    def __init__(
+        self,
+        base_url: str,
+        adapter: ApiAdapter,
+        *,
+        api_key: str | None,
+        timeouts: Timeouts,
+        anchor: ClockAnchor,
+        id_prefix: str | None = None,
+        reactor: Reactor | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.adapter = adapter
+        self._api_key = api_key
+        self.timeouts = timeouts
+        self.anchor = anchor
+        self._idle: list[socket.socket] = []
+        self._has_content = content_detector(adapter)
+        self._ids = itertools.count(1)
+        self._prefix = id_prefix or f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
+        self._last_yield_ns = 0
+        self._reactor = reactor
+        self._sleep0 = cooperative_sleep0()
+
+    def __repr__(self) -> str:  # never show the key
+        return f"LLMClient({self.base_url!r}, api={self.adapter.name!r})"
+
+    def _pause(self) -> None:
+        """Every ~100 µs of decoding (see measure.build_record): read what the other
+        streams received meanwhile, then yield to the other greenlets."""
+        now = time.perf_counter_ns()
+        if now - self._last_yield_ns > YIELD_EVERY_NS:
+            if self._reactor is not None:
+                self._reactor.pump()
+            self._sleep0()
+            self._last_yield_ns = time.perf_counter_ns()
+
+    def new_request_id(self) -> str:
+        return f"{self._prefix}-{next(self._ids)}"
+
+    def execute(self, spec: RequestSpec, *, request_id: str | None = None) -> RequestRecord:
+        """Send, stream, measure. Never raises for anything the target does; a greenlet
+        killed mid-request (end of run) raises GreenletExit after recording `cancelled`
+        through `cancelled_record` in the caller."""
+        rid = request_id or self.new_request_id()
+        record = RequestRecord(
+            request_id=rid,
+            workload=spec.workload,
+            api=self.adapter.name,
+            model=spec.generation.model,
+            adapter=spec.adapter,
+            worker=process_tag(),
+            target_input_tokens=spec.target_input_tokens,
+            prompt_token_source=spec.prompt_token_source,
+            max_tokens=spec.generation.max_tokens,
+            logical_request_id=spec.logical_request_id or rid,
+            attempt=spec.attempt,
+        )
+        http_request = self.adapter.build_request(
+            spec.generation, api_key=self._api_key, request_id=rid, stream=True
+        )
+        exchange = self._exchange(http_request)
+        return build_record(
+            record, exchange, self.adapter, self.anchor,
+            scheduled_perf_ns=spec.scheduled_perf_ns, pause=self._pause,
+        )
+
+    def _exchange(self, http_request: HttpRequest) -> RawExchange:
+        sock = self._idle.pop() if self._idle else None
+        reused = sock is not None
+        exchange, keep = stream_request(
+            self.base_url, http_request, self.timeouts, first_content=self._has_content,
+            sock=sock, reactor=self._reactor,
+        )
+        if reused and exchange.end == END_RESET and exchange.status is None:
+            # the server closed an idle keep-alive connection: one fresh try, as clients do
+            exchange, keep = stream_request(
+                self.base_url, http_request, self.timeouts, first_content=self._has_content,
+                reactor=self._reactor,
+            )
+        if keep is not None:
+            self._idle.append(keep)
+        return exchange
+
+    def close(self) -> None:
+        while self._idle:
+            with contextlib.suppress(OSError):
+                self._idle.pop().close()
+
+
+def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: ClockAnchor,
+                     sent_perf_ns: int | None) -> RequestRecord:
+    """The record of a request cut off by the end of the run: kept, never dropped."""
+    record = RequestRecord(
+        request_id=request_id, workload=spec.workload, api=api, model=spec.generation.model,
+        adapter=spec.adapter, worker=process_tag(), outcome=rec.CANCELLED,
+        target_input_tokens=spec.target_input_tokens, max_tokens=spec.generation.max_tokens,
+        logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
+        prompt_token_source=spec.prompt_token_source,
+    )
+    if sent_perf_ns is not None:
+        record.sent_ts = anchor.wall_s(sent_perf_ns)
+    record.end_ts = anchor.wall_s(time.perf_counter_ns())
+    if spec.scheduled_perf_ns is not None:
+        record.scheduled_ts = anchor.wall_s(spec.scheduled_perf_ns)
+        if sent_perf_ns is not None:
+            record.schedule_lag_ms = (sent_perf_ns - spec.scheduled_perf_ns) / 1e6
+    return record

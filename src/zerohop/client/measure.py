@@ -1,0 +1,242 @@
+"""Turn a raw exchange (timestamped body reads) into a RequestRecord.
+
+This runs after the stream has ended, off the timing path: it splits SSE events, decodes
+JSON through the protocol adapter, and derives TTFT, ITL, TPOT, E2E, token counts and the
+outcome. Pure: no sockets, no clocks, so every rule here is tested on synthetic input.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from zerohop.client.http_stream import (
+    END_CONNECT_ERROR,
+    END_PROTOCOL,
+    END_STALL,
+    END_TIMEOUT_TOTAL,
+    END_TIMEOUT_TTFT,
+    RawExchange,
+)
+from zerohop.client.protocols import (
+    ApiAdapter,
+    ContentDelta,
+    ProtocolError,
+    StreamError,
+    Terminator,
+    Usage,
+)
+from zerohop.client.sse import SSEParser
+from zerohop.core import records as rec
+from zerohop.core.records import ClockAnchor, RequestRecord
+
+NS_PER_MS = 1e6
+
+
+@dataclass
+class _Decoded:
+    content_ns: list[int]
+    content_tokens: list[int | None]
+    usage: Usage | None
+    terminated: bool
+    error: StreamError | None
+    protocol_error: str | None
+
+
+def content_detector(adapter: ApiAdapter) -> Callable[[bytes], bool]:
+    """For the hot path's TTFT limit: does this early body prefix hold content yet?"""
+
+    def has_content(payload: bytes) -> bool:
+        parser = SSEParser()
+        decoder = adapter.new_stream_decoder()
+        try:
+            for event in parser.feed(payload):
+                for item in decoder.decode_event(event):
+                    if isinstance(item, (ContentDelta, StreamError, Terminator)):
+                        return True
+        except (ProtocolError, ValueError):
+            return True  # let the full decode after the stream report it
+        return False
+
+    return has_content
+
+
+def build_record(
+    record: RequestRecord,
+    exchange: RawExchange,
+    adapter: ApiAdapter,
+    anchor: ClockAnchor,
+    *,
+    scheduled_perf_ns: int | None = None,
+    pause: Callable[[], None] | None = None,
+) -> RequestRecord:
+    """Fill `record` (identity fields already set) from what the wire delivered.
+
+    `pause`, when given, is called between reads while decoding, so a cooperative caller
+    (a gevent client timing other streams) can hand the CPU back: decoding must never
+    delay the timestamps of reads that are arriving meanwhile."""
+    ex = exchange
+    record.sent_ts = anchor.wall_s(ex.sent_ns)
+    record.end_ts = anchor.wall_s(ex.end_ns)
+    record.http_status = ex.status
+    record.server_timing = rec.truncate_message(ex.headers.get("server-timing"))
+    if scheduled_perf_ns is not None:
+        record.scheduled_ts = anchor.wall_s(scheduled_perf_ns)
+        record.schedule_lag_ms = (ex.sent_ns - scheduled_perf_ns) / NS_PER_MS
+
+    if ex.end == END_CONNECT_ERROR:
+        record.outcome, record.error_message = rec.CONNECT_ERROR, rec.truncate_message(ex.error)
+        return record
+    if ex.status is not None and ex.status != 200:
+        body = b"".join(chunk for _, chunk in ex.reads)
+        err = adapter.decode_error_body(ex.status, body)
+        record.outcome = rec.http_outcome(ex.status)
+        record.retry_after_s = retry_after_s(ex.headers.get("retry-after"))
+        record.error_type, record.error_message = err.error_type, rec.truncate_message(err.message)
+        record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
+        return record
+
+    decoded = _decode(ex, adapter, pause)
+    _fill_timings(record, ex, decoded, anchor, scheduled_perf_ns)
+    _fill_tokens(record, decoded)
+    record.outcome = _outcome(ex, decoded, record)
+    return record
+
+
+def retry_after_s(value: str | None, *, now: float | None = None) -> float | None:
+    """Retry-After as seconds: delta-seconds, or an HTTP-date (RFC 9110); None if absent
+    or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def server_timing_ms(value: str | None, name: str) -> float | None:
+    """The `dur` of entry `name` in a Server-Timing header (W3C: `name;dur=ms;desc=...`,
+    entries comma-separated); None when absent or unreadable."""
+    for entry in (value or "").split(","):
+        parts = [p.strip() for p in entry.split(";")]
+        if parts[0] != name:
+            continue
+        for param in parts[1:]:
+            key, _, raw = param.partition("=")
+            if key.strip().lower() == "dur":
+                try:
+                    return float(raw.strip().strip('"'))
+                except ValueError:
+                    return None
+    return None
+
+
+def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | None) -> _Decoded:
+    parser = SSEParser()
+    decoder = adapter.new_stream_decoder()
+    out = _Decoded([], [], None, False, None, None)
+    for ts, payload in ex.reads:
+        if pause is not None:
+            pause()
+        try:
+            events = parser.feed(payload)
+            for event in events:
+                for item in decoder.decode_event(event):
+                    if isinstance(item, ContentDelta):
+                        out.content_ns.append(ts)
+                        out.content_tokens.append(item.tokens)
+                    elif isinstance(item, Usage):
+                        out.usage = item
+                    elif isinstance(item, StreamError):
+                        out.error = out.error or item
+                    elif isinstance(item, Terminator):
+                        out.terminated = True
+        except (ProtocolError, ValueError) as exc:  # SSEOverflow is a ValueError
+            out.protocol_error = f"{type(exc).__name__}: {exc}"
+            break
+    return out
+
+
+def _fill_timings(
+    record: RequestRecord,
+    ex: RawExchange,
+    d: _Decoded,
+    anchor: ClockAnchor,
+    scheduled_ns: int | None,
+) -> None:
+    if d.content_ns:
+        first = d.content_ns[0]
+        record.first_content_ts = anchor.wall_s(first)
+        record.ttft_ms = (first - ex.sent_ns) / NS_PER_MS
+        record.itl_ms = [
+            (b - a) / NS_PER_MS for a, b in zip(d.content_ns, d.content_ns[1:], strict=False)
+        ]
+        if scheduled_ns is not None:
+            record.ttft_from_schedule_ms = (first - scheduled_ns) / NS_PER_MS
+    record.content_events = len(d.content_ns)
+    if all(t is not None for t in d.content_tokens) and d.content_tokens:
+        record.tokens_per_event = [int(t) for t in d.content_tokens if t is not None]
+    if d.terminated:
+        record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
+        if scheduled_ns is not None:
+            record.e2e_from_schedule_ms = (ex.end_ns - scheduled_ns) / NS_PER_MS
+
+
+def _fill_tokens(record: RequestRecord, d: _Decoded) -> None:
+    usage = d.usage
+    counted = sum(t if t is not None else 1 for t in d.content_tokens)
+    record.counted_output_tokens = counted
+    # a usage of 0 beside delivered content is a server that does not count: ignore it
+    if usage is not None and usage.output_tokens is not None and (
+        usage.output_tokens > 0 or counted == 0
+    ):
+        record.output_tokens, record.token_source = usage.output_tokens, "usage"
+    else:
+        record.output_tokens, record.token_source = counted, "counted"
+    if usage is not None and usage.input_tokens:  # no prompt is 0 tokens: 0 = not counted
+        record.input_tokens = usage.input_tokens
+    if (
+        record.e2e_ms is not None
+        and record.ttft_ms is not None
+        and record.output_tokens is not None
+        and record.output_tokens >= 2
+    ):
+        record.tpot_ms = (record.e2e_ms - record.ttft_ms) / (record.output_tokens - 1)
+
+
+def _outcome(ex: RawExchange, d: _Decoded, record: RequestRecord) -> str:
+    """The first thing that went wrong names the outcome; a stream is `ok` only when it
+    ended with its terminator and nothing went wrong before."""
+    if d.protocol_error is not None:
+        record.error_message = rec.truncate_message(d.protocol_error)
+        return rec.PROTOCOL_ERROR
+    if d.error is not None:
+        record.error_type = d.error.error_type
+        record.error_message = rec.truncate_message(d.error.message)
+        return rec.stream_error_outcome(d.error.error_type)
+    if d.terminated:
+        return rec.OK
+    if ex.end == END_TIMEOUT_TTFT:
+        return rec.TIMEOUT_TTFT
+    if ex.end == END_STALL:
+        return rec.STALL
+    if ex.end == END_TIMEOUT_TOTAL:
+        return rec.TIMEOUT_TOTAL
+    if ex.end == END_PROTOCOL:
+        record.error_message = rec.truncate_message(ex.error)
+        return rec.PROTOCOL_ERROR
+    # END_EOF, END_RESET or END_COMPLETE without a terminator event
+    record.error_message = rec.truncate_message(
+        ex.error or f"stream ended ({ex.end}) without its terminator"
+    )
+    return rec.INCOMPLETE_STREAM

@@ -1,0 +1,363 @@
+"""`zerohop capacity SWEEP_DIR`: from a measured sweep to a capacity plan — the
+highest goodput one replica sustains within the SLOs, the knee of the latency curve,
+replicas for a traffic forecast (with headroom) and the cost per million output tokens.
+
+Honest by construction: the operating point is a *measured* point (the passing point
+with the highest goodput); the SLO-limited load between the last passing and the first
+failing point is a linear interpolation and is labelled as an estimate. SLOs are judged
+again on each point's raw records (the report's own SLO code), so a sweep run without
+SLOs can be planned against any.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from zerohop.cli.main_job import EXIT_BAD_INPUT, RunError
+from zerohop.storage.jsonl import without_nan
+
+CAPACITY_JSON = "capacity.json"
+CAPACITY_HTML = "capacity.html"
+
+
+class TrafficMix(BaseModel):
+    """The forecast's request mix: workload name → share of requests (sums to 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    workloads: dict[str, float] = Field(min_length=1)
+
+    @field_validator("workloads")
+    @classmethod
+    def _shares(cls, value: dict[str, float]) -> dict[str, float]:
+        if any(not share > 0 for share in value.values()):
+            raise ValueError("every share must be > 0")
+        total = sum(value.values())
+        if abs(total - 1.0) > 0.01:
+            raise ValueError(f"shares must sum to 1 (they sum to {total:g})")
+        return value
+
+
+@dataclass(frozen=True)
+class SloCheck:
+    key: str
+    threshold_ms: float
+    observed_ms: float
+    met: bool | None
+
+
+@dataclass(frozen=True)
+class CapacityPoint:
+    """One sweep point re-judged against the planning SLOs."""
+
+    load: float
+    run_dir: str
+    offered_rps: float
+    achieved_rps: float
+    goodput_rps: float
+    output_tokens_per_s: float
+    mean_output_tokens: float
+    error_pct: float
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+    tpot_p50_ms: float
+    tpot_p99_ms: float
+    slos: list[SloCheck]
+    workload_shares: dict[str, float] = field(default_factory=dict)
+    workload_output_tokens: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def meets_slos(self) -> bool:
+        return all(s.met is True for s in self.slos) and self.achieved_rps > 0
+
+
+@dataclass(frozen=True)
+class Forecast:
+    peak_qps: float | None = None
+    headroom: float = 0.2
+    gpu_cost_per_hour: float | None = None
+    gpus_per_replica: int = 1
+    mix: TrafficMix | None = None
+
+
+@dataclass
+class CapacityPlan:
+    mode: str
+    slo: dict[str, float]
+    points: list[CapacityPoint]
+    operating_point: CapacityPoint | None
+    slo_limited_load_estimate: float | None  # interpolated between two measured points
+    slo_limited_by: str | None
+    knee: CapacityPoint | None
+    max_goodput_rps: float | None
+    replicas: int | None
+    cost_per_million_output_tokens: float | None
+    forecast: Forecast
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["forecast"]["mix"] = (
+            self.forecast.mix.workloads if self.forecast.mix is not None else None
+        )
+        return without_nan(data)
+
+
+def plan_capacity(
+    points: Sequence[CapacityPoint], slo: dict[str, float], forecast: Forecast, mode: str = "rate"
+) -> CapacityPlan:
+    """The capacity plan from measured points (pure)."""
+    ordered = sorted(points, key=lambda p: p.load)
+    notes: list[str] = []
+    passing = [p for p in ordered if p.meets_slos]
+    operating = max(passing, key=lambda p: p.goodput_rps) if passing else None
+    if operating is None:
+        notes.append("no measured point meets every SLO: sweep lower loads or relax the SLOs")
+    estimate, limited_by = _slo_limited_load(ordered, operating)
+    knee = find_knee(ordered)
+    replicas = None
+    if forecast.peak_qps is not None and operating is not None and operating.goodput_rps > 0:
+        replicas = math.ceil(forecast.peak_qps * (1.0 + forecast.headroom) / operating.goodput_rps)
+    cost = None
+    if forecast.gpu_cost_per_hour is not None and operating is not None:
+        tokens_per_hour = operating.output_tokens_per_s * 3600.0
+        if tokens_per_hour > 0:
+            cost = forecast.gpu_cost_per_hour * forecast.gpus_per_replica / tokens_per_hour * 1e6
+    if forecast.mix is not None and operating is not None:
+        notes += _mix_notes(forecast.mix, operating)
+    if operating is not None and operating is ordered[-1]:
+        notes.append("the highest swept load still meets the SLOs: the true limit is higher")
+    return CapacityPlan(
+        mode=mode, slo=dict(slo), points=list(ordered), operating_point=operating,
+        slo_limited_load_estimate=estimate, slo_limited_by=limited_by, knee=knee,
+        max_goodput_rps=operating.goodput_rps if operating else None, replicas=replicas,
+        cost_per_million_output_tokens=cost, forecast=forecast, notes=notes,
+    )
+
+
+def find_knee(points: Sequence[CapacityPoint]) -> CapacityPoint | None:
+    """Kneedle on p50 TTFT vs load (p50: a short run's p99 is too noisy to locate a
+    bend): after normalising both axes to [0, 1], the point farthest below the straight
+    line from the first to the last point — where latency starts rising faster than
+    load. Needs three points with a rising curve."""
+    usable = [p for p in points if math.isfinite(p.ttft_p50_ms)]
+    if len(usable) < 3:
+        return None
+    xs = [p.load for p in usable]
+    ys = [p.ttft_p50_ms for p in usable]
+    x_span, y_span = xs[-1] - xs[0], max(ys) - min(ys)
+    if x_span <= 0 or y_span <= 0 or ys[-1] <= ys[0]:
+        return None
+    gaps = [(x - xs[0]) / x_span - (y - min(ys)) / y_span for x, y in zip(xs, ys, strict=True)]
+    best = max(range(len(usable)), key=lambda i: gaps[i])
+    return usable[best] if gaps[best] > 0 else None
+
+
+def _slo_limited_load(
+    ordered: Sequence[CapacityPoint], operating: CapacityPoint | None
+) -> tuple[float | None, str | None]:
+    """Linear interpolation, per missed SLO, of the load where it crosses its threshold
+    between the operating point and the next (failing) point; the tightest wins."""
+    if operating is None:
+        return None, None
+    above = [p for p in ordered if p.load > operating.load]
+    if not above:
+        return None, None
+    nxt = above[0]
+    best: tuple[float, str] | None = None
+    for low, high in zip(operating.slos, nxt.slos, strict=True):
+        if high.met is not False:
+            continue
+        if not (math.isfinite(low.observed_ms) and math.isfinite(high.observed_ms)):
+            continue
+        rise = high.observed_ms - low.observed_ms
+        fraction = (low.threshold_ms - low.observed_ms) / rise if rise > 0 else 0.0
+        load = operating.load + min(max(fraction, 0.0), 1.0) * (nxt.load - operating.load)
+        if best is None or load < best[0]:
+            best = (load, low.key)
+    if best is None:  # failed on errors or throughput rather than a latency SLO
+        return None, "errors or throughput" if not nxt.meets_slos else None
+    return best
+
+
+def _mix_notes(mix: TrafficMix, operating: CapacityPoint) -> list[str]:
+    notes = []
+    missing = sorted(set(mix.workloads) - set(operating.workload_shares))
+    if missing:
+        notes.append(f"mix workloads not in the sweep: {', '.join(missing)} — "
+                     "the plan does not cover them")
+    for name, share in mix.workloads.items():
+        measured = operating.workload_shares.get(name, 0.0)
+        if abs(measured - share) > 0.1:
+            notes.append(f"workload {name}: forecast share {share:.0%} vs swept {measured:.0%} "
+                         "— capacity measured on a different mix")
+    return notes
+
+
+# --- measuring the points ------------------------------------------------------------
+def measure_points(sweep_dir: Path, slo: dict[str, float]) -> tuple[str, list[CapacityPoint]]:
+    """Each point of the sweep index, re-judged on its records against `slo`."""
+    from zerohop.planning.sweep import read_index
+
+    index = read_index(sweep_dir)
+    points = [
+        measure_point(Path(sweep_dir) / p.run_dir, p.load, p.offered_rps, slo)
+        for p in index["points"]
+    ]
+    return str(index.get("mode", "rate")), points
+
+
+def measure_point(run_dir: Path, load: float, offered_rps: float,
+                  slo: dict[str, float]) -> CapacityPoint:
+    import numpy as np
+
+    from zerohop.analysis.slo import evaluate_slos, good_mask, parse_slos
+    from zerohop.analysis.summary import summarise_workloads
+    from zerohop.storage.run_reader import load_run
+
+    run = load_run(run_dir)
+    targets, _ = parse_slos(slo)
+    frame = run.requests
+    good = good_mask(frame, run.itl, targets)
+    duration = (run.manifest.get("load") or {}).get("duration_s")
+    rows = summarise_workloads(frame, run.itl, good, fallback_window_s=duration)
+    total = rows[-1]
+    ok = (frame["outcome"] == "ok").to_numpy()
+    values = {
+        t.column: (run.itl.pooled(ok) if t.column == "itl_ms"
+                   else frame[t.column].to_numpy(dtype=float)[ok])
+        for t in targets
+    }
+    checks = [
+        SloCheck(r.target.key, r.target.threshold_ms, r.observed_ms, r.met)
+        for r in evaluate_slos(targets, values)
+    ]
+    per_workload = [r for r in rows if r is not total] or [total]
+    counts = {r.workload: r.requests for r in per_workload}
+    n = sum(counts.values()) or 1
+    out_tokens = frame["output_tokens"].to_numpy(dtype=float)
+    workload_col = frame["workload"].astype(str).to_numpy()
+
+    def mean_out(mask: np.ndarray) -> float:
+        chosen = out_tokens[mask & ok]
+        chosen = chosen[np.isfinite(chosen)]
+        return float(chosen.mean()) if chosen.size else math.nan
+
+    def stat(metric: str, name: str) -> float:
+        dist = total.latency.get(metric)
+        return float(dist.get(name)) if dist is not None and dist.n else math.nan
+
+    return CapacityPoint(
+        load=load, run_dir=str(run_dir), offered_rps=offered_rps,
+        achieved_rps=total.req_per_s, goodput_rps=total.goodput_rps,
+        output_tokens_per_s=total.output_tokens_per_s,
+        mean_output_tokens=mean_out(np.ones(len(frame), dtype=bool)),
+        error_pct=total.error_pct,
+        ttft_p50_ms=stat("ttft_ms", "p50"), ttft_p99_ms=stat("ttft_ms", "p99"),
+        tpot_p50_ms=stat("tpot_ms", "p50"), tpot_p99_ms=stat("tpot_ms", "p99"),
+        slos=checks,
+        workload_shares={w: c / n for w, c in counts.items()},
+        workload_output_tokens={w: mean_out(workload_col == w) for w in counts},
+    )
+
+
+# --- the command -----------------------------------------------------------------------
+@click.command("capacity")
+@click.argument("sweep_dir", type=click.Path(path_type=Path))
+@click.option("--slo", required=True, help="e.g. ttft_p99_ms=500,tpot_p99_ms=50")
+@click.option("--traffic", type=float, default=None, help="Forecast peak, req/s.")
+@click.option("--mix", type=click.Path(path_type=Path), default=None,
+              help="YAML: workloads: {name: share} of the forecast traffic.")
+@click.option("--headroom", type=float, default=0.2, show_default=True,
+              help="Spare capacity on top of the peak (0.2 = 20 %).")
+@click.option("--gpu-cost-per-hour", type=float, default=None, help="Price of one GPU-hour.")
+@click.option("--gpus-per-replica", type=int, default=1, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Page path (default: SWEEP_DIR/capacity.html).")
+def capacity_command(**kw: Any) -> None:
+    """Capacity plan from a sweep: SLO-limited goodput, knee, replicas, cost."""
+    try:
+        plan = capacity_from_flags(kw)
+    except RunError as exc:
+        click.echo(f"zerohop: error: {exc}", err=True)
+        sys.exit(exc.code)
+    from zerohop.planning.capacity_page import write_capacity_report
+
+    sweep_dir: Path = kw["sweep_dir"]
+    (sweep_dir / CAPACITY_JSON).write_text(json.dumps(plan.to_json(), indent=2) + "\n")
+    page = write_capacity_report(plan, kw["out"] or sweep_dir / CAPACITY_HTML)
+    for line in summary_lines(plan):
+        click.echo(line)
+    click.echo(f"capacity page: {page}")
+
+
+def capacity_from_flags(kw: dict[str, Any]) -> CapacityPlan:
+    from zerohop.loadgen.options import parse_slo
+
+    try:
+        slo = parse_slo(kw["slo"])
+        if not slo:
+            raise ValueError("--slo: at least one objective is required")
+        if kw["traffic"] is not None and not kw["traffic"] > 0:
+            raise ValueError("--traffic must be > 0")
+        if not kw["headroom"] >= 0:
+            raise ValueError("--headroom must be ≥ 0")
+        if kw["gpu_cost_per_hour"] is not None and not kw["gpu_cost_per_hour"] > 0:
+            raise ValueError("--gpu-cost-per-hour must be > 0")
+        if kw["gpus_per_replica"] <= 0:
+            raise ValueError("--gpus-per-replica must be > 0")
+        mix = load_mix(kw["mix"]) if kw["mix"] is not None else None
+        mode, points = measure_points(kw["sweep_dir"], slo)
+        if not points:
+            raise ValueError(f"{kw['sweep_dir']}: the sweep has no points")
+    except ValueError as exc:
+        raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    forecast = Forecast(kw["traffic"], kw["headroom"], kw["gpu_cost_per_hour"],
+                        kw["gpus_per_replica"], mix)
+    return plan_capacity(points, slo, forecast, mode)
+
+
+def load_mix(path: Path) -> TrafficMix:
+    try:
+        data = yaml.safe_load(Path(path).read_text("utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"--mix: cannot read {path}: {exc}") from None
+    try:
+        return TrafficMix.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"--mix {path}: {where}: {message}") from None
+
+
+def summary_lines(plan: CapacityPlan) -> list[str]:
+    unit = "req/s" if plan.mode == "rate" else "users"
+    op = plan.operating_point
+    lines = []
+    if op is None:
+        lines.append("operating point: none meets the SLOs")
+    else:
+        lines.append(f"operating point: {op.load:g} {unit} · goodput {op.goodput_rps:.3g} "
+                     f"req/s · {op.output_tokens_per_s:.4g} output tok/s per replica")
+    if plan.slo_limited_load_estimate is not None:
+        lines.append(f"SLO-limited load ≈ {plan.slo_limited_load_estimate:.3g} {unit} "
+                     f"(interpolated; limited by {plan.slo_limited_by})")
+    if plan.knee is not None:
+        lines.append(f"knee of the p50 TTFT curve: {plan.knee.load:g} {unit}")
+    if plan.replicas is not None:
+        lines.append(f"replicas for {plan.forecast.peak_qps:g} req/s peak with "
+                     f"{plan.forecast.headroom:.0%} headroom: {plan.replicas}")
+    if plan.cost_per_million_output_tokens is not None:
+        lines.append(f"cost per million output tokens: {plan.cost_per_million_output_tokens:.4g}")
+    lines += [f"note: {n}" for n in plan.notes]
+    return lines

@@ -1,0 +1,111 @@
+"""CapacityPlan → the capacity page: latency-vs-load curves with the SLO thresholds and
+the chosen operating point, throughput vs load, and the plan's figures as text. Every
+number is formatted here; the template only prints."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zerohop.planning.capacity import CapacityPlan, CapacityPoint
+from zerohop.report import formatting as fmt
+from zerohop.report.charts import Chart, Series
+from zerohop.report.present import Page
+from zerohop.report.render import render_page, write_atomically
+
+
+def write_capacity_report(plan: CapacityPlan, out: Path) -> Path:
+    page = capacity_page(plan, dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+    return write_atomically(Path(out), render_page("capacity.html.j2", page.context, page.charts))
+
+
+def capacity_page(plan: CapacityPlan, generated_at: str) -> Page:
+    unit = "req/s offered" if plan.mode == "rate" else "concurrent users"
+    charts = _charts(plan, unit)
+    op = plan.operating_point
+    figures = [
+        ("operating point", f"{op.load:g} ({unit})" if op else "none meets the SLOs"),
+        ("max goodput per replica", _rate(plan.max_goodput_rps) + " req/s"),
+        ("output tokens/s at the operating point",
+         fmt.rate(op.output_tokens_per_s) if op else fmt.DASH),
+        ("SLO-limited load (interpolated estimate)",
+         f"{plan.slo_limited_load_estimate:.3g} — limited by {plan.slo_limited_by}"
+         if plan.slo_limited_load_estimate is not None else fmt.DASH),
+        ("knee of the p50 TTFT curve", f"{plan.knee.load:g}" if plan.knee else fmt.DASH),
+        ("forecast peak", _rate(plan.forecast.peak_qps) + " req/s"
+         if plan.forecast.peak_qps is not None else fmt.DASH),
+        ("headroom", fmt.pct(plan.forecast.headroom * 100.0, 0)),
+        ("replicas needed", str(plan.replicas) if plan.replicas is not None else fmt.DASH),
+        ("GPUs per replica", str(plan.forecast.gpus_per_replica)),
+        ("cost per million output tokens",
+         fmt.number(plan.cost_per_million_output_tokens)
+         if plan.cost_per_million_output_tokens is not None else fmt.DASH),
+    ]
+    context: dict[str, Any] = {
+        "title": "zerohop capacity plan",
+        "generated_at": generated_at,
+        "slo_text": ", ".join(f"{k} ≤ {v:g}" for k, v in plan.slo.items()),
+        "figures": [{"key": k, "value": v} for k, v in figures],
+        "notes": plan.notes,
+        "columns": ["load", "offered req/s", "achieved req/s", "goodput req/s", "error %",
+                    "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "SLOs"],
+        "rows": [_row(p, p is op) for p in plan.points],
+        "charts": [c.chart_id for c in charts],
+        "chart_titles": {c.chart_id: c.title for c in charts},
+    }
+    return Page(context=context, charts=charts)
+
+
+def _row(point: CapacityPoint, chosen: bool) -> dict[str, Any]:
+    missed = [s.key for s in point.slos if s.met is False]
+    return {
+        "chosen": chosen,
+        "cells": [f"{point.load:g}", _rate(point.offered_rps), _rate(point.achieved_rps),
+                  _rate(point.goodput_rps), fmt.pct(point.error_pct, 1),
+                  fmt.ms(point.ttft_p50_ms), fmt.ms(point.ttft_p99_ms),
+                  fmt.ms(point.tpot_p50_ms), fmt.ms(point.tpot_p99_ms),
+                  "met" if point.meets_slos else ("missed: " + ", ".join(missed)
+                                                  if missed else "no data")],
+    }
+
+
+def _charts(plan: CapacityPlan, unit: str) -> list[Chart]:
+    x = np.array([p.load for p in plan.points], dtype=float)
+    chosen = plan.operating_point
+    charts = []
+    for metric, title in (("ttft", "TTFT"), ("tpot", "TPOT")):
+        series = [
+            Series(f"{title} p50", np.array([getattr(p, f"{metric}_p50_ms") for p in plan.points])),
+            Series(f"{title} p99", np.array([getattr(p, f"{metric}_p99_ms") for p in plan.points])),
+        ]
+        for key, threshold in plan.slo.items():
+            if key.startswith(metric + "_p"):
+                series.append(Series(f"SLO {key}", np.full(x.size, threshold), "dashed"))
+        if chosen is not None:
+            mark = np.array([getattr(p, f"{metric}_p99_ms") if p is chosen else math.nan
+                             for p in plan.points])
+            series.append(Series("operating point", mark, "points"))
+        charts.append(Chart(chart_id=f"chart-capacity-{metric}",
+                            title=f"{title} vs load (ms)", kind="xy", x=x, series=series,
+                            x_label=unit, y_label="ms"))
+    throughput = [
+        Series("achieved (ok)", np.array([p.achieved_rps for p in plan.points])),
+        Series("goodput (within SLOs)", np.array([p.goodput_rps for p in plan.points])),
+    ]
+    if plan.mode == "rate":
+        throughput.append(Series("offered", np.array([p.offered_rps for p in plan.points]),
+                                 "dashed"))
+    if chosen is not None:
+        throughput.append(Series("operating point", np.array(
+            [p.goodput_rps if p is chosen else math.nan for p in plan.points]), "points"))
+    charts.append(Chart(chart_id="chart-capacity-throughput", title="Throughput vs load (req/s)",
+                        kind="xy", x=x, series=throughput, x_label=unit, y_label="req/s"))
+    return charts
+
+
+def _rate(value: float | None) -> str:
+    return fmt.rate(value) if value is not None else fmt.DASH

@@ -1,0 +1,42 @@
+"""The nightly's run-to-run noise band: what an unchanged rerun may differ by.
+
+A per-request bootstrap cannot see a disturbance that lasts a whole run (another
+process sharing the CPU), so each gated percentile is also judged on the samples'
+own figures. The band is the spread (max − min) of that percentile over either side's
+samples. A change is "within noise" when the pooled delta is inside the band, or when
+every candidate sample lies inside the baseline samples' range widened by the band:
+that is where the samples of an unchanged rerun fall, so such a rerun is never called
+better or worse, however its pooled figures happen to land.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def sample_figures_of(runs: Sequence[Any], metric: str, stat: str) -> list[float]:
+    """One percentile (`stat`: "p50", "p90", ...) of `metric` in each sample run."""
+    from zerohop.analysis.compare import ok_values
+    from zerohop.analysis.summary import ALL_WORKLOADS
+
+    q = float(stat[1:])
+    return [float(np.percentile(v, q)) for r in runs
+            if (v := ok_values(r, ALL_WORKLOADS, metric)).size]
+
+
+def spread(figures: Sequence[float]) -> float:
+    """max − min of the samples' figures (0 with fewer than two)."""
+    return float(max(figures) - min(figures)) if len(figures) > 1 else 0.0
+
+
+def within_noise(delta: float, base: Sequence[float], cand: Sequence[float],
+                 band: float) -> bool:
+    """True when the pooled `delta` or the candidate's sample figures stay in the band."""
+    if abs(delta) <= band:
+        return True
+    if not base or not cand:
+        return False
+    return min(base) - band <= min(cand) and max(cand) <= max(base) + band

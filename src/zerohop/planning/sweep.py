@@ -1,0 +1,469 @@
+"""`zerohop sweep`: a series of real runs over request rates (open loop) or
+concurrencies (closed loop), one results folder per point and an `index.json`.
+
+Automatic mode finds saturation first (coarse, geometric steps), then samples densely
+below it, and stops early at the first over-saturated point, so no time is spent
+hammering a server that has already fallen over. A point is saturated when achieved
+throughput stops following the offered load, p99 TTFT explodes relative to the
+lightest point, or errors appear (`SaturationRule`).
+
+The search (`AutoSearch`) and the judgement (`judge_saturation`) are pure; only
+`run_sweep` starts runs (through `main_job.run_once`, injectable for tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import math
+import os
+import re
+import shlex
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+
+from zerohop.cli.main_job import (
+    CLASS_NAMES,
+    EXIT_BAD_INPUT,
+    RunError,
+    RunPlan,
+    RunResult,
+    classes_for,
+    parse_duration,
+    run_once,
+)
+
+INDEX_FILE = "index.json"
+INDEX_SCHEMA = "zerohop.planning.sweep"
+INDEX_SCHEMA_VERSION = 1
+Mode = Literal["rate", "users"]
+Phase = Literal["explicit", "coarse", "dense"]
+Runner = Callable[[RunPlan], RunResult]
+
+
+@dataclass(frozen=True)
+class SaturationRule:
+    """When a point counts as over-saturated. Defaults are deliberately loose: a
+    short run on a shared machine is noisy, and a false "saturated" only costs
+    resolution (the dense phase still samples below it)."""
+
+    min_achieved_ratio: float = 0.8  # rate mode: achieved ok req/s ÷ offered req/s
+    min_scaling_gain: float = 0.5  # users mode: share of the ideal throughput gain kept
+    ttft_p99_growth: float = 10.0  # × the lightest point's p99 TTFT
+    ttft_p99_floor_ms: float = 50.0  # growth below this absolute level is ignored
+    max_error_pct: float = 5.0
+
+
+@dataclass(frozen=True)
+class PointSummary:
+    """One sweep point as `index.json` stores it (and `capacity` reads it)."""
+
+    load: float
+    mode: Mode
+    phase: Phase
+    run_dir: str  # relative to the sweep folder
+    requests: int
+    offered_rps: float
+    achieved_rps: float
+    output_tokens_per_s: float
+    error_pct: float
+    ttft_p50_ms: float
+    ttft_p99_ms: float
+    tpot_p50_ms: float
+    tpot_p99_ms: float
+    e2e_p50_ms: float
+    e2e_p99_ms: float
+    saturated: bool = False
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: _json_number(v) for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PointSummary:
+        names = {f.name for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {
+            k: (math.nan if v is None and k != "reason" else v)
+            for k, v in data.items() if k in names
+        }
+        return cls(**values)
+
+
+@dataclass
+class AutoSearch:
+    """Coarse geometric search for saturation, then `dense` evenly spaced points
+    between the last healthy and the first saturated load. Pure state machine:
+    `next_load()` proposes, `observe()` records what the run showed."""
+
+    mode: Mode
+    start: float
+    factor: float = 2.0
+    max_load: float = 64.0
+    dense: int = 4
+    observed: list[PointSummary] = field(default_factory=list)
+    _dense_queue: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.start > 0:
+            raise ValueError("start must be > 0")
+        if not self.factor > 1:
+            raise ValueError("factor must be > 1")
+        if self.max_load < self.start:
+            raise ValueError("max load must be ≥ start")
+        if self.dense < 0:
+            raise ValueError("dense must be ≥ 0")
+
+    def next_load(self) -> tuple[float, Phase] | None:
+        if self._dense_queue is not None:
+            return (self._dense_queue.pop(0), "dense") if self._dense_queue else None
+        coarse = [p for p in self.observed if p.phase == "coarse"]
+        if coarse and coarse[-1].saturated:
+            self._dense_queue = self._dense_loads(coarse)
+            return self.next_load()
+        load = self.start if not coarse else coarse[-1].load * self.factor
+        load = self._round(load)
+        if coarse and load <= coarse[-1].load:
+            load = coarse[-1].load + 1  # users mode: integer steps must move
+        if load > self.max_load * (1 + 1e-9):
+            return None  # never saturated within the allowed range
+        return load, "coarse"
+
+    def observe(self, point: PointSummary) -> None:
+        self.observed.append(point)
+        if point.phase == "dense" and point.saturated and self._dense_queue is not None:
+            self._dense_queue.clear()  # stop early: the rest would be saturated too
+
+    def _dense_loads(self, coarse: list[PointSummary]) -> list[float]:
+        high = coarse[-1].load
+        low = coarse[-2].load if len(coarse) > 1 else 0.0
+        seen = {p.load for p in self.observed}
+        step = (high - low) / (self.dense + 1)
+        loads = [self._round(low + step * (i + 1)) for i in range(self.dense)]
+        return sorted({x for x in loads if low < x < high and x not in seen})
+
+    def _round(self, load: float) -> float:
+        if self.mode == "users":
+            return float(max(1, round(load)))
+        return float(f"{load:.4g}")
+
+
+def judge_saturation(
+    point: PointSummary, earlier: Sequence[PointSummary], rule: SaturationRule
+) -> str | None:
+    """Why `point` is over-saturated, or None. `earlier` are the points measured
+    before it (any order); the lightest healthy one is the latency reference."""
+    if point.requests == 0 or not math.isfinite(point.achieved_rps):
+        return "no completed request"
+    if point.error_pct > rule.max_error_pct:
+        return f"errors {point.error_pct:.1f} % > {rule.max_error_pct:g} %"
+    if point.mode == "rate" and point.offered_rps > 0:
+        ratio = point.achieved_rps / point.offered_rps
+        if ratio < rule.min_achieved_ratio:
+            return (f"achieved {point.achieved_rps:.3g} req/s is {ratio:.0%} of offered "
+                    f"{point.offered_rps:.3g} req/s")
+    healthy = sorted((p for p in earlier if not p.saturated), key=lambda p: p.load)
+    below = [p for p in healthy if p.load < point.load]
+    if point.mode == "users" and below:
+        prev = below[-1]
+        ideal_gain = point.load / prev.load - 1.0
+        gain = point.achieved_rps / prev.achieved_rps - 1.0 if prev.achieved_rps > 0 else 0.0
+        if gain < rule.min_scaling_gain * ideal_gain:
+            return (f"throughput {point.achieved_rps:.3g} req/s gained {gain:.0%} for "
+                    f"{ideal_gain:.0%} more users")
+    if healthy:
+        reference = healthy[0].ttft_p99_ms
+        limit = max(rule.ttft_p99_growth * reference, rule.ttft_p99_floor_ms)
+        if math.isfinite(reference) and point.ttft_p99_ms > limit:
+            return (f"p99 TTFT {point.ttft_p99_ms:.0f} ms > {rule.ttft_p99_growth:g}× the "
+                    f"lightest point's {reference:.0f} ms")
+    return None
+
+
+def summarise_point(
+    run_dir: Path, sweep_dir: Path, load: float, mode: Mode, phase: Phase
+) -> PointSummary:
+    """The figures of one finished run, computed by the report's own analysis."""
+    from zerohop.analysis.slo import good_mask
+    from zerohop.analysis.summary import summarise_workloads
+    from zerohop.storage.run_reader import load_run
+
+    run = load_run(run_dir)
+    manifest = run.manifest
+    duration = (manifest.get("load") or {}).get("duration_s") or manifest.get("duration_s")
+    good = good_mask(run.requests, run.itl, [])
+    total = summarise_workloads(run.requests, run.itl, good, fallback_window_s=duration)
+    row = total[-1] if total else None
+    counters = manifest.get("counters") or {}
+    sent = int(counters.get("sent", len(run.requests)))
+    offered = math.nan
+    if mode == "rate" and duration:
+        offered = (sent + int(counters.get("dropped_arrivals", 0))) / float(duration)
+
+    def stat(metric: str, name: str) -> float:
+        dist = row.latency.get(metric) if row else None
+        return float(dist.get(name)) if dist is not None and dist.n else math.nan
+
+    return PointSummary(
+        load=load, mode=mode, phase=phase,
+        run_dir=os.path.relpath(run_dir, sweep_dir),
+        requests=row.requests if row else 0,
+        offered_rps=offered,
+        achieved_rps=row.req_per_s if row else math.nan,
+        output_tokens_per_s=row.output_tokens_per_s if row else math.nan,
+        error_pct=row.error_pct if row else math.nan,
+        ttft_p50_ms=stat("ttft_ms", "p50"), ttft_p99_ms=stat("ttft_ms", "p99"),
+        tpot_p50_ms=stat("tpot_ms", "p50"), tpot_p99_ms=stat("tpot_ms", "p99"),
+        e2e_p50_ms=stat("e2e_ms", "p50"), e2e_p99_ms=stat("e2e_ms", "p99"),
+    )
+
+
+# --- running a sweep ---------------------------------------------------------------------
+@dataclass
+class SweepPlan:
+    base: RunPlan  # rate/users/name/results_dir are set per point
+    mode: Mode
+    loads: list[float] | None = None  # explicit list; None = automatic
+    search: AutoSearch | None = None
+    rule: SaturationRule = field(default_factory=SaturationRule)
+    max_points: int = 12
+
+
+@dataclass
+class SweepResult:
+    sweep_dir: Path
+    points: list[PointSummary]
+    saturation: dict[str, Any]
+
+
+def run_sweep(plan: SweepPlan, runner: Runner | None = None) -> SweepResult:
+    """Run every point (explicit list, or the automatic search) and keep `index.json`
+    up to date after each, so an interrupted sweep still leaves a readable index."""
+    from zerohop.storage import run_folder as results
+
+    runner = runner or (lambda p: run_once(p, announce=False))
+    sweep_dir = results.new_run_dir(plan.base.results_dir, f"sweep-{plan.base.name}")
+    points: list[PointSummary] = []
+    queue: list[float] = sorted(plan.loads) if plan.loads else []
+    while len(points) < plan.max_points:
+        step = _next_step(plan, queue)
+        if step is None:
+            break
+        load, phase = step
+        label = f"{plan.base.name}-{'rate' if plan.mode == 'rate' else 'users'}{load:g}"
+        point_plan = dataclasses.replace(
+            plan.base, name=label, results_dir=sweep_dir,
+            rate=load if plan.mode == "rate" else None,
+            users=int(load) if plan.mode == "users" else plan.base.users,
+            report=plan.base.report,
+        )
+        click.echo(f"zerohop sweep: point {len(points) + 1} · {plan.mode} {load:g} ({phase})")
+        result = runner(point_plan)
+        point = summarise_point(result.run_dir, sweep_dir, load, plan.mode, phase)
+        reason = judge_saturation(point, points, plan.rule)
+        point = dataclasses.replace(point, saturated=reason is not None, reason=reason)
+        points.append(point)
+        if plan.search is not None:
+            plan.search.observe(point)
+        click.echo(f"  achieved {point.achieved_rps:.3g} req/s · TTFT p99 "
+                   f"{point.ttft_p99_ms:.4g} ms · {'SATURATED: ' + reason if reason else 'ok'}")
+        write_index(sweep_dir, plan, points)
+    write_index(sweep_dir, plan, points, finished=True)
+    return SweepResult(sweep_dir, points, saturation_summary(points))
+
+
+def _next_step(plan: SweepPlan, queue: list[float]) -> tuple[float, Phase] | None:
+    if plan.search is not None:
+        return plan.search.next_load()
+    return (queue.pop(0), "explicit") if queue else None
+
+
+def saturation_summary(points: Sequence[PointSummary]) -> dict[str, Any]:
+    """The highest healthy load below the first saturated one (by load order)."""
+    ordered = sorted(points, key=lambda p: p.load)
+    first_bad = next((p for p in ordered if p.saturated), None)
+    healthy = [p for p in ordered if not p.saturated
+               and (first_bad is None or p.load < first_bad.load)]
+    return {
+        "found": first_bad is not None,
+        "last_unsaturated_load": healthy[-1].load if healthy else None,
+        "first_saturated_load": first_bad.load if first_bad else None,
+        "reason": first_bad.reason if first_bad else None,
+        "max_achieved_rps": _json_number(max((p.achieved_rps for p in points), default=math.nan)),
+    }
+
+
+def write_index(
+    sweep_dir: Path, plan: SweepPlan, points: Sequence[PointSummary], *, finished: bool = False
+) -> Path:
+    base = plan.base
+    index = {
+        "schema": INDEX_SCHEMA,
+        "schema_version": INDEX_SCHEMA_VERSION,
+        "name": base.name,
+        "mode": plan.mode,
+        "status": "completed" if finished else "running",
+        "updated_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "target": {"url": base.host or "embedded", "api": base.api,
+                   "sim_args": base.sim_args if base.host is None else []},
+        "workloads": [str(p) for p in base.workloads],
+        "classes": base.classes,
+        "duration_s": base.duration_s,
+        "seed": base.seed,
+        "search": None if plan.search is None else {
+            "start": plan.search.start, "factor": plan.search.factor,
+            "max_load": plan.search.max_load, "dense": plan.search.dense},
+        "rule": dataclasses.asdict(plan.rule),
+        "points": [p.to_json() for p in points],
+        "saturation": saturation_summary(points),
+    }
+    return _write_json(sweep_dir / INDEX_FILE, index)
+
+
+def read_index(sweep_dir: Path) -> dict[str, Any]:
+    """The index with `points` as `PointSummary` objects. ValueError names the problem."""
+    path = Path(sweep_dir) / INDEX_FILE
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no sweep index (run `zerohop sweep` first)") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable sweep index: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != INDEX_SCHEMA:
+        raise ValueError(f"{path}: schema is not {INDEX_SCHEMA!r}")
+    data["points"] = [PointSummary.from_json(p) for p in data.get("points") or []]
+    return data
+
+
+def _write_json(path: Path, data: Any) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2, allow_nan=False)
+        handle.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# --- the command ---------------------------------------------------------------------------
+@click.command("sweep")
+@click.option("--host", default=None, help="Target base URL (default: the embedded target).")
+@click.option("--api", type=click.Choice(["openai-chat", "openai-completions", "anthropic"]),
+              default="openai-chat", show_default=True)
+@click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
+              help="Workload YAML file (repeatable).")
+@click.option("--only", "classes", multiple=True, type=click.Choice(CLASS_NAMES),
+              help="Workload classes to run (repeatable; default: those of --workload).")
+@click.option("--rates", default=None, help="Explicit open-loop rates, req/s: 1,2,4.")
+@click.option("--users", "users_list", default=None, help="Explicit concurrencies: 1,2,4,8.")
+@click.option("--auto", "auto", type=click.Choice(["rate", "users"]), default=None,
+              help="Find saturation automatically over rates or users.")
+@click.option("--start", type=float, default=1.0, show_default=True, help="Auto: first load.")
+@click.option("--factor", type=float, default=2.0, show_default=True,
+              help="Auto: coarse step multiplier.")
+@click.option("--max-load", type=float, default=256.0, show_default=True,
+              help="Auto: never offer more than this.")
+@click.option("--dense", type=int, default=4, show_default=True,
+              help="Auto: points between the last healthy and first saturated load.")
+@click.option("--max-points", type=int, default=12, show_default=True)
+@click.option("--duration", default="20s", show_default=True, help="Per point: 20s, 1m.")
+@click.option("--telemetry", default="prom,loadgen", show_default=True)
+@click.option("--name", default="sweep", show_default=True)
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
+              show_default=True)
+@click.option("--model", default="")
+@click.option("--seed", type=int, default=1234, show_default=True)
+@click.option("--sim-args", default="", help="Embedded target options, e.g. '--time-scale 4'.")
+@click.option("--report/--no-report", default=False, show_default=True,
+              help="Build each point's report.html.")
+def sweep_command(**kw: Any) -> None:
+    """Run a series of loads against one target; one results folder per point."""
+    try:
+        plan = plan_from_flags(kw)
+        result = run_sweep(plan)
+    except RunError as exc:
+        click.echo(f"zerohop: error: {exc}", err=True)
+        sys.exit(exc.code)
+    sat = result.saturation
+    if sat["found"]:
+        click.echo(f"saturation: between {sat['last_unsaturated_load']} and "
+                   f"{sat['first_saturated_load']} ({sat['reason']})")
+    else:
+        click.echo("saturation: not reached in the swept range")
+    click.echo(f"sweep index: {result.sweep_dir / INDEX_FILE}")
+
+
+def plan_from_flags(kw: dict[str, Any]) -> SweepPlan:
+    """Validate the flags into a plan; RunError (exit 2) names the bad flag."""
+    from zerohop.loadgen.workload_binding import load_workloads
+
+    try:
+        chosen = [k for k in ("rates", "users_list", "auto") if kw.get(k)]
+        if len(chosen) != 1:
+            raise ValueError("give exactly one of --rates, --users or --auto")
+        duration = parse_duration(kw["duration"])
+        if duration <= 0:
+            raise ValueError("--duration must be > 0")
+        if kw["max_points"] <= 0:
+            raise ValueError("--max-points must be > 0")
+        if kw["host"] and not re.match(r"^https?://[^/\s]+", kw["host"]):
+            raise ValueError(f"--host: {kw['host']!r} is not an http:// URL")
+        specs = load_workloads([str(p) for p in kw["workloads"]])
+        classes = list(kw["classes"]) or classes_for(specs)
+        loads: list[float] | None = None
+        search: AutoSearch | None = None
+        if kw.get("rates"):
+            mode: Mode = "rate"
+            loads = parse_loads(kw["rates"], "--rates", integer=False)
+        elif kw.get("users_list"):
+            mode = "users"
+            loads = parse_loads(kw["users_list"], "--users", integer=True)
+        else:
+            mode = kw["auto"]
+            for flag, ok, need in (("--start", kw["start"] > 0, "> 0"),
+                                   ("--factor", kw["factor"] > 1, "> 1"),
+                                   ("--max-load", kw["max_load"] >= kw["start"], "≥ --start"),
+                                   ("--dense", kw["dense"] >= 0, "≥ 0")):
+                if not ok:
+                    raise ValueError(f"{flag} must be {need}")
+            search = AutoSearch(mode, kw["start"], kw["factor"], kw["max_load"], kw["dense"])
+    except ValueError as exc:
+        raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    base = RunPlan(
+        host=kw["host"], api=kw["api"], workloads=list(kw["workloads"]),
+        classes=classes, users=8, rate=None, duration_s=duration,
+        telemetry=kw["telemetry"], slo={}, name=kw["name"], workers=0,
+        results_dir=kw["results_dir"], seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]),
+        model=kw["model"], report=kw["report"], microbench="off",
+    )
+    return SweepPlan(base=base, mode=mode, loads=loads, search=search,
+                     max_points=kw["max_points"])
+
+
+# workload kind → the Locust user class that runs it (loadtests/*.py)
+def parse_loads(text: str, flag: str, *, integer: bool) -> list[float]:
+    """`1,2,4` → [1.0, 2.0, 4.0]; ValueError names the flag and the bad part."""
+    loads = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ValueError(f"{flag}: {part!r} is not a number") from None
+        if not value > 0 or (integer and value != int(value)):
+            kind = "a positive integer" if integer else "> 0"
+            raise ValueError(f"{flag}: {part!r} must be {kind}")
+        loads.append(value)
+    if not loads:
+        raise ValueError(f"{flag}: no load given")
+    return sorted(set(loads))

@@ -1,0 +1,328 @@
+"""The results folder: manifest, crash-safe record sinks, consolidation to parquet.
+
+Layout: `results/<UTC yyyymmdd-HHMMSS>-<name>/` holding `manifest.json`,
+`records/<process>.jsonl` (append-only, flushed at least once a second while running),
+and `requests.parquet` written at the end. A run killed with -9 keeps every flushed line;
+`zerohop consolidate RUN_DIR` turns them into the parquet file afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import re
+import socket
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import click
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from zerohop.core.records import RECORD_FIELDS
+from zerohop.storage.jsonl import read_jsonl_folder
+
+MANIFEST = "manifest.json"
+REQUESTS = "requests.parquet"
+RECORDS_DIR = "records"
+REDACTED = "***"
+FLUSH_INTERVAL_S = 0.5
+
+SECRET_ENV_NAMES = ("ZEROHOP_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|bearer)", re.I)
+
+
+# --- run folders ----------------------------------------------------------------------
+def new_run_dir(root: Path, name: str, *, now: dt.datetime | None = None) -> Path:
+    """Create `root/<UTC stamp>-<name>`; a clash (same second) gets a numeric suffix."""
+    stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%d-%H%M%S")
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "run"
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(1000):
+        candidate = root / (f"{stamp}-{slug}" + (f"-{i}" if i else ""))
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        (candidate / RECORDS_DIR).mkdir()
+        return candidate
+    raise RuntimeError(f"could not create a run folder under {root}")
+
+
+# --- secrets --------------------------------------------------------------------------
+def known_secrets(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Values that must never be written: the API keys zerohop reads, and any other
+    variable whose name says it holds a key or token."""
+    values = {environ.get(n, "") for n in SECRET_ENV_NAMES}
+    values |= {v for k, v in environ.items() if _SECRET_KEY.search(k)}
+    return sorted((v for v in values if len(v) >= 6), key=len, reverse=True)
+
+
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of a config value with secret-named keys and known secret values masked."""
+    secret_list = list(secrets)
+    if isinstance(value, Mapping):
+        return {
+            str(k): (REDACTED if _SECRET_KEY.search(str(k)) and v else redact(v, secret_list))
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact(v, secret_list) for v in value]
+    if isinstance(value, str):
+        return scrub(value, secret_list)
+    return value
+
+
+# a secret given as a flag inside a command-line string: `--api-key X`, `--token=X`
+_SECRET_FLAG = re.compile(
+    r"(--?[\w-]*(?:api[_-]?key|token|secret|password)[\w-]*(?:=|\s+|',\s*'))([^\s'\",]+)",
+    re.I,
+)
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    text = _SECRET_FLAG.sub(lambda m: m.group(1) + REDACTED, text)
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+# --- manifest -------------------------------------------------------------------------
+def utc_now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def environment_info() -> dict[str, Any]:
+    versions = {"zerohop": _version("zerohop"), "python": platform.python_version()}
+    for pkg in ("locust", "gevent", "numpy", "pandas", "pyarrow", "cupy", "nvidia-ml-py"):
+        v = _version(pkg)
+        if v:
+            versions[pkg] = v
+    host = {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "python_executable": sys.executable,
+    }
+    return {"versions": versions, "host": host}
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def write_manifest(run_dir: Path, manifest: Mapping[str, Any]) -> None:
+    """Atomic write (temp file + rename) of a redacted manifest: a reader never sees half."""
+    data = redact(dict(manifest), known_secrets())
+    tmp = run_dir / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, run_dir / MANIFEST)
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / MANIFEST
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: manifest is not a JSON object")
+    return data
+
+
+def update_manifest(run_dir: Path, **fields: Any) -> dict[str, Any]:
+    manifest = read_manifest(run_dir)
+    manifest.update(fields)
+    write_manifest(run_dir, manifest)
+    return manifest
+
+
+def start_manifest(run_dir: Path, *, name: str, **fields: Any) -> dict[str, Any]:
+    manifest: dict[str, Any] = {
+        "schema": "zerohop.run",
+        "schema_version": 1,
+        "run_id": run_dir.name,
+        "name": name,
+        "status": "running",
+        "end_reason": None,
+        "started_at": utc_now_iso(),
+        "ended_at": None,
+        "pid": os.getpid(),
+        **environment_info(),
+        **fields,
+    }
+    write_manifest(run_dir, manifest)
+    return manifest
+
+
+def finish_manifest(run_dir: Path, *, status: str, end_reason: str, **fields: Any) -> None:
+    manifest = read_manifest(run_dir)
+    started = manifest.get("started_at")
+    ended = utc_now_iso()
+    duration = None
+    if isinstance(started, str):
+        t0 = dt.datetime.fromisoformat(started.replace("Z", "+00:00"))
+        t1 = dt.datetime.fromisoformat(ended.replace("Z", "+00:00"))
+        duration = round((t1 - t0).total_seconds(), 3)
+    update_manifest(
+        run_dir, status=status, end_reason=end_reason, ended_at=ended, duration_s=duration,
+        **fields,
+    )
+
+
+# --- the record sink ------------------------------------------------------------------
+class RecordSink:
+    """Append-only JSONL of record rows for one process. Rows are buffered and written at
+    least every FLUSH_INTERVAL_S (by `add` itself, or by the caller's periodic `flush`),
+    so a kill -9 loses at most the last half second. Known secrets are scrubbed from
+    every string before it reaches the disk."""
+
+    def __init__(self, run_dir: Path, tag: str) -> None:
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag)
+        (run_dir / RECORDS_DIR).mkdir(parents=True, exist_ok=True)
+        self.path = run_dir / RECORDS_DIR / f"{safe}.jsonl"
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open
+        self._buffer: list[str] = []
+        self._last_flush = time.monotonic()
+        self._secrets = known_secrets()
+        self.rows_written = 0
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        line = json.dumps(row, separators=(",", ":"), default=_json_default)
+        if self._secrets:
+            line = scrub(line, self._secrets)
+        self._buffer.append(line)
+        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
+            self.flush()
+
+    def add_many(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.add(row)
+
+    def flush(self) -> None:
+        self._last_flush = time.monotonic()
+        if not self._buffer:
+            return
+        self._file.write("\n".join(self._buffer) + "\n")
+        self._file.flush()
+        self.rows_written += len(self._buffer)
+        self._buffer.clear()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.flush()
+            self._file.close()
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+# --- consolidation --------------------------------------------------------------------
+_FLOAT = {
+    "scheduled_ts", "sent_ts", "first_content_ts", "end_ts", "schedule_lag_ms", "ttft_ms",
+    "e2e_ms", "tpot_ms", "ttft_from_schedule_ms", "e2e_from_schedule_ms", "server_ttft_ms",
+    "retry_after_s", "backoff_ms", "logical_e2e_ms", "logical_ttft_ms",
+}
+_INT = {
+    "content_events", "input_tokens", "output_tokens", "target_input_tokens", "max_tokens",
+    "counted_output_tokens",
+    "http_status", "attempt", "logical_attempts",
+}
+
+
+def requests_schema() -> pa.Schema:
+    fields = []
+    for name in RECORD_FIELDS:
+        if name in _FLOAT:
+            typ = pa.float64()
+        elif name in _INT:
+            typ = pa.int64()
+        elif name == "itl_ms":
+            typ = pa.list_(pa.float64())
+        elif name == "tokens_per_event":
+            typ = pa.list_(pa.int64())
+        else:
+            typ = pa.string()
+        fields.append(pa.field(name, typ))
+    return pa.schema(fields)
+
+
+def read_record_rows(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
+    """All rows from the JSONL sinks, deduplicated by (request_id, attempt). Returns the
+    rows and the number of unreadable lines (a line cut short by a kill is expected)."""
+    values, bad = read_jsonl_folder(run_dir / RECORDS_DIR)
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in values:
+        if not isinstance(row, dict) or "request_id" not in row:
+            bad += 1
+            continue
+        rows[(str(row["request_id"]), int(row.get("attempt") or 1))] = row
+    ordered = sorted(rows.values(), key=lambda r: (r.get("sent_ts") or 0.0, r["request_id"]))
+    return ordered, bad
+
+
+def consolidate(run_dir: Path) -> Path:
+    """Write `requests.parquet` from the JSONL sinks (idempotent)."""
+    rows, _bad = read_record_rows(run_dir)
+    schema = requests_schema()
+    columns = {name: [row.get(name) for row in rows] for name in RECORD_FIELDS}
+    for name in ("itl_ms", "tokens_per_event"):
+        columns[name] = [v if v is not None else [] for v in columns[name]]
+    table = pa.table(columns, schema=schema)
+    out = run_dir / REQUESTS
+    tmp = run_dir / (REQUESTS + ".tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, out)
+    return out
+
+
+@click.command("consolidate")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+def consolidate_command(run_dir: Path) -> None:
+    """Rebuild requests.parquet (and telemetry.parquet) of RUN_DIR from what was flushed,
+    e.g. after the run was killed."""
+    if not (run_dir / RECORDS_DIR).is_dir():
+        raise click.UsageError(f"{run_dir}: not a zerohop results folder (no {RECORDS_DIR}/)")
+    out = consolidate(run_dir)
+    rows, bad = read_record_rows(run_dir)
+    msg = f"{out}: {len(rows)} records"
+    if bad:
+        msg += f" ({bad} unreadable lines skipped)"
+    try:
+        from zerohop.telemetry.store import consolidate_telemetry
+    except ImportError:
+        pass
+    else:
+        tel = consolidate_telemetry(run_dir)
+        if tel is not None:
+            msg += f"; {tel}"
+    manifest = read_manifest(run_dir)
+    if manifest.get("status") == "running" and not _pid_alive(manifest.get("pid")):
+        finish_manifest(run_dir, status="interrupted", end_reason="process died; consolidated")
+    click.echo(msg)
+
+
+def _pid_alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

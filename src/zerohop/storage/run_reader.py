@@ -1,0 +1,206 @@
+"""Read one results folder into `RunData`: the only module that opens its files.
+
+The analysis modules take a `RunData` and never open a file, so they are tested on
+DataFrames built in memory. A run killed before consolidation has no
+requests.parquet; its per-process `records/*.jsonl` sinks are read instead (a torn
+last line is skipped and counted). Bad input raises `ReportInputError` with one line
+that names the problem; the CLI turns it into exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from zerohop.analysis.run_data import (
+    CATEGORY_COLUMNS,
+    LIST_COLUMN,
+    REQUEST_COLUMNS,
+    TELEMETRY_COLUMNS,
+    ItlColumn,
+    ReportInputError,
+    RunData,
+    frame_from_rows,
+    typed_frame,
+)
+from zerohop.storage.run_folder import read_record_rows
+
+MANIFEST_SCHEMA = "zerohop.run"
+MICROBENCH_FILE = "microbench.json"
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read manifest.json, the request records, telemetry.parquet and microbench.json."""
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise ReportInputError(f"results folder not found: {run_dir}")
+    if not run_dir.is_dir():
+        raise ReportInputError(f"not a results folder (not a directory): {run_dir}")
+    notes: list[str] = []
+    manifest = read_manifest(run_dir / "manifest.json")
+    requests, itl, source = _read_requests(run_dir, notes)
+    telemetry = _read_telemetry(run_dir / "telemetry.parquet", notes)
+    microbench = _read_microbench(run_dir / MICROBENCH_FILE, notes)
+    return RunData(
+        run_dir=run_dir,
+        manifest=manifest,
+        requests=requests,
+        itl=itl,
+        telemetry=telemetry,
+        microbench=microbench,
+        requests_source=source,
+        notes=notes,
+    )
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """manifest.json as a dict, checked just enough that the report can trust it."""
+    if not path.is_file():
+        raise ReportInputError(f"no manifest.json in {path.parent}")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportInputError(f"malformed manifest {path}: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise ReportInputError(f"malformed manifest {path}: top level is not an object")
+    schema = manifest.get("schema")
+    if schema != MANIFEST_SCHEMA:
+        raise ReportInputError(
+            f"malformed manifest {path}: schema is {schema!r}, expected {MANIFEST_SCHEMA!r}"
+        )
+    expected_types: dict[str, tuple[type, ...]] = {
+        "target": (dict,),
+        "workloads": (list,),
+        "load": (dict,),
+        "slo": (dict,),
+        "config": (dict,),
+        "versions": (dict,),
+        "host": (dict,),
+        "gpu": (list,),
+        "client_fidelity": (dict,),
+        "duration_s": (int, float),
+    }
+    for key, types in expected_types.items():
+        value = manifest.get(key)
+        if value is not None and not isinstance(value, types):
+            wanted = " or ".join(t.__name__ for t in types)
+            raise ReportInputError(
+                f"malformed manifest {path}: field {key!r} should be {wanted}, "
+                f"got {type(value).__name__}"
+            )
+    return manifest
+
+
+# --- requests ------------------------------------------------------------------------
+def _read_requests(
+    run_dir: Path, notes: list[str]
+) -> tuple[pd.DataFrame, ItlColumn, Literal["parquet", "jsonl"]]:
+    parquet_path = run_dir / "requests.parquet"
+    if parquet_path.is_file():
+        frame, itl = _read_requests_parquet(parquet_path)
+        return frame, itl, "parquet"
+    sinks = sorted((run_dir / "records").glob("*.jsonl"))
+    if not sinks:
+        raise ReportInputError(
+            f"no requests.parquet and no records/*.jsonl in {run_dir}: nothing to report"
+        )
+    frame, itl = _read_requests_jsonl(sinks, notes)
+    notes.append(
+        f"requests.parquet missing: read {len(frame)} records from {len(sinks)} "
+        "records/*.jsonl sink(s) (run not consolidated)"
+    )
+    return frame, itl, "jsonl"
+
+
+def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
+    try:
+        schema = pq.read_schema(path)
+        present = [name for name in (*REQUEST_COLUMNS, LIST_COLUMN) if name in schema.names]
+        dictionary = [name for name in CATEGORY_COLUMNS if name in present]
+        table = pq.read_table(path, columns=present, read_dictionary=dictionary)
+    except (OSError, pa.ArrowException) as exc:
+        raise ReportInputError(f"unreadable requests.parquet {path}: {exc}") from None
+    for required in ("workload", "outcome"):
+        if required not in table.column_names:
+            raise ReportInputError(f"requests.parquet {path} lacks the column {required!r}")
+    if LIST_COLUMN in table.column_names:
+        itl = _itl_from_arrow(table.column(LIST_COLUMN))
+        table = table.drop_columns([LIST_COLUMN])
+    else:
+        itl = ItlColumn.empty(table.num_rows)
+    frame = table.to_pandas()
+    return typed_frame({name: frame[name] for name in frame.columns}), itl
+
+
+def _itl_from_arrow(column: pa.ChunkedArray) -> ItlColumn:
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy().astype(np.int64)
+    values = pc.list_flatten(column).to_numpy().astype(float, copy=False)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    return ItlColumn(values=values, offsets=offsets)
+
+
+def _read_requests_jsonl(sinks: list[Path], notes: list[str]) -> tuple[pd.DataFrame, ItlColumn]:
+    """The sinks of a run that never consolidated (killed): the same rows, deduplicated,
+    that `zerohop consolidate` would write."""
+    rows, bad = read_record_rows(sinks[0].parent.parent)
+    if bad:
+        notes.append(f"skipped {bad} unreadable line(s) in records/*.jsonl")
+    if not rows:
+        raise ReportInputError(f"records/*.jsonl in {sinks[0].parent.parent} hold no records")
+    return frame_from_rows(rows)
+
+
+# --- telemetry -----------------------------------------------------------------------
+def _read_telemetry(path: Path, notes: list[str]) -> pd.DataFrame:
+    empty = pd.DataFrame(
+        {
+            "ts": np.array([], float),
+            "source": pd.Categorical([]),
+            "metric": pd.Categorical([]),
+            "labels": pd.Categorical([]),
+            "value": np.array([], float),
+        }
+    )
+    if not path.is_file():
+        notes.append("no telemetry.parquet: telemetry lanes and correlation are empty")
+        return empty
+    try:
+        schema = pq.read_schema(path)
+        missing = [name for name in TELEMETRY_COLUMNS if name not in schema.names]
+        if missing:
+            notes.append(f"telemetry.parquet lacks column(s) {missing}: ignored")
+            return empty
+        table = pq.read_table(
+            path, columns=list(TELEMETRY_COLUMNS), read_dictionary=["source", "metric", "labels"]
+        )
+    except (OSError, pa.ArrowException) as exc:
+        notes.append(f"telemetry.parquet unreadable ({exc}): ignored")
+        return empty
+    frame = table.to_pandas()
+    frame["ts"] = pd.to_numeric(frame["ts"], errors="coerce").astype(float)
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype(float)
+    for name in ("source", "metric", "labels"):
+        if not isinstance(frame[name].dtype, pd.CategoricalDtype):
+            frame[name] = frame[name].astype("category")
+    return frame
+
+
+def _read_microbench(path: Path, notes: list[str]) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        notes.append(f"microbench.json unreadable ({exc}): section left out")
+        return None
+    if not isinstance(data, dict) or data.get("schema") != "zerohop.microbench":
+        notes.append("microbench.json is not a zerohop.microbench document: section left out")
+        return None
+    return data

@@ -1,0 +1,82 @@
+"""The client's token counts beside the server's usage (report/token_counts.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from zerohop.analysis.run_data import frame_from_rows
+from zerohop.analysis.token_counts import summarise_token_counts, token_count_section
+
+pytestmark = pytest.mark.unit
+
+
+def _row(i: int, *, workload: str = "w", outcome: str = "ok", client: int | None = 10,
+         server: int | None = 10, source: str = "usage", asked: int | None = 100,
+         prompt: int | None = 100, sized_by: str | None = "usage") -> dict[str, Any]:
+    return {
+        "request_id": f"r{i}", "workload": workload, "outcome": outcome,
+        "counted_output_tokens": client, "output_tokens": server, "token_source": source,
+        "target_input_tokens": asked, "input_tokens": prompt,
+        "prompt_token_source": sized_by,
+    }
+
+
+def test_output_mismatch_per_request_and_in_total() -> None:
+    rows = [
+        _row(0),  # agree
+        _row(1, server=12),  # the server bills 2 more than the stream delivered
+        _row(2, server=12),
+        _row(3, server=9),
+        _row(4, server=None, source="counted"),  # no usage: nothing to compare
+        _row(5, server=50, outcome="stall"),  # a cut stream: not compared
+    ]
+    frame, _ = frame_from_rows(rows)
+    (row,) = summarise_token_counts(frame).rows
+    assert row.ok == 5 and row.output_compared == 4
+    assert (row.client_output, row.server_output) == (40, 43)
+    assert row.output_difference == 3
+    assert row.output_difference_pct == pytest.approx(7.5)
+    assert row.output_mismatched == 3
+    assert dict(row.output_differences) == {0: 1, 2: 2, -1: 1}
+
+
+def test_input_asked_against_the_servers_count_and_the_flag() -> None:
+    rows = [_row(i, prompt=p) for i, p in enumerate((90, 88, 95, 100, 89))]
+    rows += [_row(9, workload="exact", prompt=101), _row(10, workload="exact", prompt=99)]
+    rows.append(_row(11, workload="exact", prompt=None, sized_by="estimate"))
+    frame, _ = frame_from_rows(rows)
+    counts = summarise_token_counts(frame)
+    by_name = {r.workload: r for r in counts.rows}
+    w, exact, everything = by_name["w"], by_name["exact"], by_name["all"]
+    assert (w.input_compared, w.asked_input, w.server_input) == (5, 500, 462)
+    assert w.input_median_error_pct == pytest.approx(-10.0)
+    assert w.input_difference_pct == pytest.approx(-7.6)
+    assert exact.input_compared == 2 and exact.input_median_error_pct == pytest.approx(0.0)
+    assert exact.input_within_one == 1.0 and w.input_within_one == pytest.approx(0.2)
+    assert dict(exact.prompt_sources) == {"usage": 2, "estimate": 1}
+    assert everything.ok == 8 and everything.input_compared == 7
+    # the promise is ±3 % at the median: only `w` misses it
+    assert len(counts.flags) == 1 and counts.flags[0].startswith("w: median prompt size -10.0 %")
+
+
+def test_no_usage_at_all_gives_dashes_not_errors() -> None:
+    rows = [_row(i, server=None, source="counted", prompt=None, sized_by="estimate")
+            for i in range(3)]
+    frame, _ = frame_from_rows(rows)
+    counts = summarise_token_counts(frame)
+    (row,) = counts.rows
+    assert row.output_compared == 0 and row.input_compared == 0
+    assert math.isnan(row.input_median_error_pct) and not counts.flags
+    section = token_count_section(counts)
+    assert section is not None
+    (shown,) = section["rows"]  # type: ignore[index]
+    assert shown["output_difference"] == "—" and shown["input_median"] == "—"
+    assert shown["sources"] == "estimate 3"
+
+
+def test_a_run_without_an_ok_request_has_no_section() -> None:
+    frame, _ = frame_from_rows([_row(0, outcome="http_500")])
+    assert token_count_section(summarise_token_counts(frame)) is None

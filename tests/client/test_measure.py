@@ -1,0 +1,164 @@
+"""RequestRecord derivation from timestamped reads: the metric definitions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zerohop.client.http_stream import END_COMPLETE, END_EOF, END_STALL, RawExchange
+from zerohop.client.measure import build_record
+from zerohop.client.protocols import create_adapter
+from zerohop.core import records as rec
+from zerohop.core.records import ClockAnchor, RequestRecord
+
+pytestmark = pytest.mark.unit
+MS = 1_000_000
+ANCHOR = ClockAnchor(wall_ns=1_700_000_000 * 10**9, perf_ns=0)
+
+
+def chat_chunk(text: str | None = None, *, role: bool = False) -> bytes:
+    delta: dict[str, str] = {"role": "assistant"} if role else {}
+    if text is not None:
+        delta["content"] = text
+    obj = {"id": "x", "object": "chat.completion.chunk",
+           "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def usage_chunk(prompt: int, completion: int) -> bytes:
+    obj = {"id": "x", "choices": [], "usage": {"prompt_tokens": prompt,
+           "completion_tokens": completion, "total_tokens": prompt + completion}}
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def new_record() -> RequestRecord:
+    return RequestRecord(request_id="r1", workload="w", api="openai-chat", model="m")
+
+
+def test_ok_stream_metrics() -> None:
+    # sent at 0; role chunk at 5 ms (not content); tokens at 20, 30, 45 ms; usage; done
+    reads = [
+        (5 * MS, chat_chunk(role=True)),
+        (20 * MS, chat_chunk("a")),
+        (30 * MS, chat_chunk("b")),
+        (45 * MS, chat_chunk("c") + usage_chunk(100, 3) + b"data: [DONE]\n\n"),
+    ]
+    ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=46 * MS, end=END_COMPLETE)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR,
+                     scheduled_perf_ns=-2 * MS)
+    assert r.outcome == rec.OK
+    assert r.ttft_ms == pytest.approx(20.0)
+    assert r.itl_ms == pytest.approx([10.0, 15.0])
+    assert r.e2e_ms == pytest.approx(46.0)
+    assert r.output_tokens == 3 and r.token_source == "usage" and r.input_tokens == 100
+    assert r.tpot_ms == pytest.approx((46.0 - 20.0) / 2)
+    assert r.schedule_lag_ms == pytest.approx(2.0)
+    assert r.ttft_from_schedule_ms == pytest.approx(22.0)
+    assert r.sent_ts == pytest.approx(1_700_000_000.0)
+
+
+def test_events_in_one_read_share_its_timestamp() -> None:
+    reads = [(10 * MS, chat_chunk("a") + chat_chunk("b")), (12 * MS, b"data: [DONE]\n\n")]
+    ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=12 * MS, end=END_COMPLETE)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.itl_ms == [0.0]
+    assert r.output_tokens == 2 and r.token_source == "counted"
+
+
+def test_missing_terminator_is_never_ok() -> None:
+    reads = [(10 * MS, chat_chunk("a")), (20 * MS, chat_chunk("b"))]
+    ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=21 * MS, end=END_EOF)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.outcome == rec.INCOMPLETE_STREAM
+    assert r.e2e_ms is None and r.tpot_ms is None
+    assert r.ttft_ms == pytest.approx(10.0)
+
+
+def test_stall_outcome() -> None:
+    reads = [(10 * MS, chat_chunk("a"))]
+    ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=500 * MS, end=END_STALL)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.outcome == rec.STALL
+
+
+def test_in_stream_error_wins_over_done() -> None:
+    err = b'data: {"error": {"message": "boom", "type": "InternalServerError", "code": 500}}\n\n'
+    reads = [(10 * MS, chat_chunk("a")), (12 * MS, err + b"data: [DONE]\n\n")]
+    ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=12 * MS, end=END_COMPLETE)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.outcome.startswith("stream_error:")
+    assert r.error_message and "boom" in r.error_message
+
+
+def test_malformed_json_is_protocol_error() -> None:
+    reads = [(10 * MS, b"data: {not json\n\n"), (12 * MS, b"data: [DONE]\n\n")]
+    ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=12 * MS, end=END_COMPLETE)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.outcome == rec.PROTOCOL_ERROR
+
+
+def test_http_error_with_body() -> None:
+    body = b'{"object":"error","message":"queue full","type":"ServiceUnavailable","code":503}'
+    ex = RawExchange(sent_ns=0, status=503, reads=[(3 * MS, body)], end_ns=3 * MS,
+                     end=END_COMPLETE)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.outcome == "http_503" and r.error_message and "queue full" in r.error_message
+    assert r.ttft_ms is None
+
+
+def test_anthropic_sequence() -> None:
+    def ev(name: str, obj: dict) -> bytes:
+        return f"event: {name}\ndata: {json.dumps(obj)}\n\n".encode()
+
+    reads = [
+        (2 * MS, ev("message_start", {"type": "message_start", "message": {
+            "id": "m", "type": "message", "role": "assistant", "content": [], "model": "x",
+            "usage": {"input_tokens": 50, "output_tokens": 1}}})
+         + ev("content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": {"type": "text", "text": ""}})
+         + ev("ping", {"type": "ping"})),
+        (15 * MS, ev("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                             "delta": {"type": "text_delta", "text": "hi"}})),
+        (25 * MS, ev("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                             "delta": {"type": "text_delta", "text": " yo"}})
+         + ev("content_block_stop", {"type": "content_block_stop", "index": 0})
+         + ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                "usage": {"output_tokens": 2}})
+         + ev("message_stop", {"type": "message_stop"})),
+    ]
+    ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=25 * MS, end=END_COMPLETE)
+    r = build_record(RequestRecord(request_id="a", workload="w", api="anthropic", model="m"),
+                     ex, create_adapter("anthropic"), ANCHOR)
+    assert r.outcome == rec.OK
+    assert r.ttft_ms == pytest.approx(15.0)  # message_start and ping are not content
+    assert r.input_tokens == 50 and r.output_tokens == 2
+
+
+def test_retry_after_header_seconds_and_http_date() -> None:
+    from zerohop.client.measure import retry_after_s
+
+    assert retry_after_s("3") == 3.0
+    assert retry_after_s(None) is None and retry_after_s("soon") is None
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:05 GMT", now=1445412480.0) == pytest.approx(5.0)
+    body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
+    ex = RawExchange(sent_ns=0, status=429, headers={"retry-after": "2"},
+                     reads=[(1 * MS, body)], end_ns=1 * MS, end=END_COMPLETE)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.outcome == "http_429" and r.retry_after_s == 2.0
+
+
+def test_server_timing_is_kept_and_read_per_entry() -> None:
+    from zerohop.client.measure import server_timing_ms
+
+    header = 'gw;desc="edge";dur=1.25, layer;dur=5.031'
+    assert server_timing_ms(header, "layer") == pytest.approx(5.031)
+    assert server_timing_ms(header, "gw") == pytest.approx(1.25)
+    assert server_timing_ms(header, "db") is None
+    assert server_timing_ms("layer;dur=soon", "layer") is None
+    assert server_timing_ms(None, "layer") is None
+    reads = [(5 * MS, chat_chunk("hi")), (6 * MS, b"data: [DONE]\n\n")]
+    ex = RawExchange(sent_ns=0, status=200, headers={"server-timing": header}, reads=reads,
+                     end_ns=6 * MS, end=END_COMPLETE)
+    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    assert r.server_timing == header

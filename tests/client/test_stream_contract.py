@@ -1,0 +1,102 @@
+"""Golden streams through the whole measurement path: SSE parser, protocol decoder and
+`measure.build_record`, as a request's records are built after a real stream.
+
+Every fixture with a `record` section (tests/fixtures/streams/README.md) is replayed as
+one read per SSE block (the bytes up to and including each blank line), each read a
+millisecond after the previous one. The record must then say: TTFT lands on the read
+holding the first generated token (`first_token_in`), never on a role-only or empty
+chunk, a comment, a ping or a usage chunk; how many content events there were; the
+output and input tokens and where the output count came from; the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zerohop.client.http_stream import END_COMPLETE, RawExchange
+from zerohop.client.measure import build_record
+from zerohop.client.protocols import create_adapter
+from zerohop.core.records import ClockAnchor, RequestRecord
+
+pytestmark = pytest.mark.unit
+
+STREAMS_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "streams"
+CONTRACTS = sorted(p for p in STREAMS_DIR.glob("*.json") if "record" in json.loads(p.read_text()))
+NS_PER_READ = 1_000_000  # 1 ms between reads: TTFT in ms is then the read's 1-based index
+# Servers zerohop did not write, each with at least one contract fixture.
+SERVERS = ("sglang", "tgi", "llamacpp", "ollama", "openrouter", "litellm", "openai", "anthropic")
+
+
+def sse_blocks(body: bytes) -> list[bytes]:
+    """The body cut after every blank line, bytes kept exactly (LF streams only)."""
+    blocks, start = [], 0
+    while (end := body.find(b"\n\n", start)) >= 0:
+        blocks.append(body[start : end + 2])
+        start = end + 2
+    if start < len(body):
+        blocks.append(body[start:])
+    return blocks
+
+
+def replay(path: Path) -> tuple[RequestRecord, list[bytes], dict[str, Any]]:
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    blocks = sse_blocks(path.with_suffix(".sse").read_bytes())
+    reads = [((i + 1) * NS_PER_READ, block) for i, block in enumerate(blocks)]
+    exchange = RawExchange(
+        sent_ns=0,
+        status=200,
+        headers={"content-type": "text/event-stream"},
+        reads=reads,
+        end_ns=(len(reads) + 1) * NS_PER_READ,
+        end=END_COMPLETE,
+    )
+    record = RequestRecord(request_id="r1", workload="golden", api=spec["api"], model="m")
+    build_record(record, exchange, create_adapter(spec["api"]), ClockAnchor(0, 0))
+    return record, blocks, spec
+
+
+def test_every_foreign_server_has_a_contract_fixture() -> None:
+    stems = {p.stem for p in CONTRACTS}
+    missing = [s for s in SERVERS if not any(stem.startswith(s) for stem in stems)]
+    assert not missing, f"no contract fixture for {missing}"
+
+
+@pytest.mark.parametrize("path", CONTRACTS, ids=lambda p: p.stem)
+def test_first_token_is_the_first_generated_content(path: Path) -> None:
+    record, blocks, spec = replay(path)
+    want = spec["record"]["first_token_in"]
+    first = next(i for i, block in enumerate(blocks) if want.encode() in block)
+    assert record.ttft_ms == pytest.approx((first + 1) * NS_PER_READ / 1e6)
+    assert record.first_content_ts == pytest.approx((first + 1) * NS_PER_READ / 1e9)
+
+
+@pytest.mark.parametrize("path", CONTRACTS, ids=lambda p: p.stem)
+def test_counts_usage_and_outcome(path: Path) -> None:
+    record, _, spec = replay(path)
+    want = spec["record"]
+    assert record.outcome == want["outcome"]
+    assert record.content_events == want["content_events"]
+    assert len(record.itl_ms) == want["content_events"] - 1
+    assert all(itl > 0 for itl in record.itl_ms)  # one event per read here: no 0-ms gap
+    assert record.output_tokens == want["output_tokens"]
+    assert record.token_source == want["token_source"]
+    assert record.input_tokens == want["input_tokens"]
+    assert record.error_type == want.get("error_type")
+    if record.outcome == "ok":
+        assert record.e2e_ms is not None and record.ttft_ms is not None
+        if want["output_tokens"] >= 2:
+            expected = (record.e2e_ms - record.ttft_ms) / (want["output_tokens"] - 1)
+            assert record.tpot_ms == pytest.approx(expected)
+
+
+def test_a_role_only_first_chunk_never_times_the_first_token() -> None:
+    """The shape `vllm bench serve` times as its first token (docs/ttft-vs-vllm-bench.md):
+    zerohop must land one read later, on the content."""
+    path = STREAMS_DIR / "vllm_chat_usage.json"
+    record, blocks, _ = replay(path)
+    assert b'"role":"assistant","content":""' in blocks[0]
+    assert record.ttft_ms == pytest.approx(2 * NS_PER_READ / 1e6)

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.run_fixtures import RunFactory
+from zerohop.analysis.run_data import ReportInputError
+from zerohop.storage.run_reader import load_run
+
+pytestmark = pytest.mark.unit
+
+
+def test_parquet_run_loads_every_analysis_column(make_run: RunFactory) -> None:
+    run = load_run(make_run())
+    assert run.requests_source == "parquet"
+    assert len(run.requests) == 3000
+    assert str(run.requests["workload"].dtype) == "category"
+    assert run.itl.offsets.size == 3001
+    # the ITL lists survive intact: request 0's gaps sum to its decode time
+    ok = np.flatnonzero((run.requests["outcome"] == "ok").to_numpy())
+    i = int(ok[0])
+    gaps = run.itl.values[run.itl.offsets[i] : run.itl.offsets[i + 1]]
+    row = run.requests.iloc[i]
+    assert gaps.sum() == pytest.approx(row["e2e_ms"] - row["ttft_ms"])
+    assert {"ts", "source", "metric", "labels", "value"} <= set(run.telemetry.columns)
+    assert run.microbench is not None and run.microbench["schema"] == "zerohop.microbench"
+
+
+def test_unconsolidated_run_reads_jsonl_sinks_and_skips_a_torn_line(make_run: RunFactory) -> None:
+    parquet = load_run(make_run(n_requests=400))
+    sinks = load_run(make_run(n_requests=400, sinks_only=True))
+    assert sinks.requests_source == "jsonl"
+    assert len(sinks.requests) == len(parquet.requests)
+    assert any("unreadable line" in note for note in sinks.notes)
+    assert any("requests.parquet missing" in note for note in sinks.notes)
+    np.testing.assert_allclose(sinks.itl.values, parquet.itl.values)
+    np.testing.assert_array_equal(sinks.itl.offsets, parquet.itl.offsets)
+    np.testing.assert_allclose(
+        sinks.requests["ttft_ms"].to_numpy(), parquet.requests["ttft_ms"].to_numpy()
+    )
+
+
+def test_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(ReportInputError, match="results folder not found"):
+        load_run(tmp_path / "nope")
+
+
+def test_no_records_at_all(make_run: RunFactory, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(make_run(n_requests=50), run_dir)
+    (run_dir / "requests.parquet").unlink()
+    with pytest.raises(ReportInputError, match=r"no requests\.parquet and no records"):
+        load_run(run_dir)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "malformed manifest"),
+        ("[1, 2]", "top level is not an object"),
+        ('{"schema": "other"}', "schema is 'other'"),
+        ('{"schema": "zerohop.run", "slo": [1]}', "field 'slo' should be dict"),
+    ],
+)
+def test_malformed_manifest_names_the_problem(
+    make_run: RunFactory, tmp_path: Path, text: str, message: str
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(make_run(n_requests=50), run_dir)
+    (run_dir / "manifest.json").write_text(text)
+    with pytest.raises(ReportInputError, match=message) as caught:
+        load_run(run_dir)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_telemetry_and_bad_microbench_are_notes(
+    make_run: RunFactory, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(make_run(n_requests=50), run_dir)
+    (run_dir / "telemetry.parquet").unlink()
+    (run_dir / "microbench.json").write_text(json.dumps({"schema": "something-else"}))
+    run = load_run(run_dir)
+    assert run.telemetry.empty
+    assert run.microbench is None
+    assert any("no telemetry.parquet" in n for n in run.notes)
+    assert any("microbench.json" in n for n in run.notes)
