@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from zerohop.analysis.run_data import frame_from_rows
-from zerohop.analysis.token_counts import summarise_token_counts, token_count_section
+from zerohop.analysis.token_counts import summarise_token_counts
+from zerohop.report.present_token_counts import token_count_section
 
 pytestmark = pytest.mark.unit
 

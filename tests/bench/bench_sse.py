@@ -22,7 +22,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from zerohop.client.protocols import StreamItem, create_adapter
+from zerohop.client.adapters import create_adapter
+from zerohop.client.protocols import StreamItem
 from zerohop.client.sse import SSEParser
 
 _WORDS = ("the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", " café")

@@ -185,7 +185,7 @@ def report(errors: dict[str, list[float]], rows: dict[str, int], args: argparse.
 def nvml_call_costs(repeats: int = 20) -> int:
     """How long each NVML read takes on GPU 0 (median and max of `repeats`, ms): the
     reason PCIe throughput has its own thread."""
-    from zerohop.telemetry.nvml import PynvmlApi
+    from zerohop.telemetry.nvml_api import PynvmlApi
 
     api = PynvmlApi()
     try:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from zerohop.client.adapters import create_adapter
 from zerohop.client.http_stream import END_COMPLETE, END_EOF, END_STALL, RawExchange
 from zerohop.client.measure import build_record
-from zerohop.client.protocols import create_adapter
 from zerohop.core import records as rec
 from zerohop.core.records import ClockAnchor, RequestRecord
 

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zerohop.client.adapters import create_adapter
 from zerohop.client.protocols import (
-    API_NAMES,
     ContentDelta,
     GenerationRequest,
     HttpRequest,
@@ -28,9 +28,9 @@ from zerohop.client.protocols import (
     Terminator,
     Usage,
     api_key_from_env,
-    create_adapter,
 )
 from zerohop.client.sse import SSEEvent, SSEOverflow, SSEParser
+from zerohop.core.apis import API_NAMES
 
 pytestmark = pytest.mark.unit
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from zerohop.client.adapters import create_adapter
 from zerohop.client.http_stream import END_COMPLETE, RawExchange
 from zerohop.client.measure import build_record
-from zerohop.client.protocols import create_adapter
 from zerohop.core.records import ClockAnchor, RequestRecord
 
 pytestmark = pytest.mark.unit

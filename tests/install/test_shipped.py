@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from zerohop import shipped
+from zerohop.cli.locustfile import locustfile_command
 from zerohop.report.render import templates_dir
-from zerohop.shipped.cli import locustfile_command
-from zerohop.workloads.spec import KIND_CLASS_NAMES
+from zerohop.workloads.kinds import KIND_CLASS_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from tests.loadgen.conftest import only_run_dir
-from zerohop.cli.console_summary import analyse
+from zerohop.runner.console_summary import analyse
 from zerohop.workloads.traces import read_trace
 
 pytestmark = pytest.mark.integration  # real Locust processes and the embedded target

@@ -8,7 +8,8 @@ import pytest
 
 from zerohop.loadgen.selection import Selection, select_workloads, with_resolved_adapters
 from zerohop.loadgen.target_models import TargetModels, parse_models
-from zerohop.workloads.spec import WorkloadError, parse_workloads
+from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit
 

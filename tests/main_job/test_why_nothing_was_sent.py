@@ -1,4 +1,4 @@
-"""The cause a run that recorded nothing adds to its one line (main_job.last_error_line)."""
+"""The cause a run that recorded nothing adds to its one line (`last_error_line`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from zerohop.cli.main_job import last_error_line
+from zerohop.runner.locust_process import last_error_line
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from zerohop.cli.main_job import RunPlan, RunResult
+from zerohop.runner.plan import RunPlan
+from zerohop.runner.run_once import RunResult
 
 T0 = 1_795_000_000.0
 CAPACITY_RPS = 10.0

@@ -9,7 +9,6 @@ from click.testing import CliRunner
 
 from tests.planning.fakes import synthetic_runner
 from zerohop.cli import cli
-from zerohop.cli.main_job import RunPlan
 from zerohop.planning.capacity import (
     CapacityPoint,
     Forecast,
@@ -20,6 +19,7 @@ from zerohop.planning.capacity import (
     plan_capacity,
 )
 from zerohop.planning.sweep import SweepPlan, run_sweep
+from zerohop.runner.plan import RunPlan
 
 pytestmark = pytest.mark.unit
 

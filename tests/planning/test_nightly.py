@@ -10,8 +10,9 @@ from click.testing import CliRunner
 
 from tests.planning.fakes import write_fake_run
 from zerohop.cli import cli
-from zerohop.cli.main_job import RunPlan, RunResult
 from zerohop.planning.nightly import NightlyConfig, load_config, read_history, run_nightly
+from zerohop.runner.plan import RunPlan
+from zerohop.runner.run_once import RunResult
 
 pytestmark = pytest.mark.unit
 

@@ -13,9 +13,10 @@ from click.testing import CliRunner
 from tests.chromium import blank_charts, chart_ink, open_page
 from tests.planning.fakes import synthetic_runner, write_fake_run
 from zerohop.cli import cli
-from zerohop.cli.main_job import RunPlan, RunResult
 from zerohop.planning.nightly import NightlyConfig, run_nightly
 from zerohop.planning.sweep import SweepPlan, run_sweep
+from zerohop.runner.plan import RunPlan
+from zerohop.runner.run_once import RunResult
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,6 @@ from click.testing import CliRunner
 
 from tests.planning.fakes import synthetic_runner
 from zerohop.cli import cli
-from zerohop.cli.main_job import RunPlan
 from zerohop.planning.sweep import (
     AutoSearch,
     PointSummary,
@@ -20,6 +19,7 @@ from zerohop.planning.sweep import (
     read_index,
     run_sweep,
 )
+from zerohop.runner.plan import RunPlan
 
 pytestmark = pytest.mark.unit
 
@@ -147,10 +147,10 @@ def test_bad_flags_exit_2_with_one_line(args: list[str], message: str) -> None:
 def test_workload_files_select_their_own_classes() -> None:
     from typing import get_args
 
-    from zerohop.cli.main_job import CLASS_NAMES, classes_for
-    from zerohop.loadgen.workload_binding import load_workloads
     from zerohop.planning.nightly import ClassName
-    from zerohop.workloads.spec import KIND_CLASS_NAMES
+    from zerohop.runner.plan import CLASS_NAMES, classes_for
+    from zerohop.workloads.inputs import load_workloads
+    from zerohop.workloads.kinds import KIND_CLASS_NAMES
 
     repo = Path(__file__).resolve().parents[2]
     specs = load_workloads([str(repo / "workloads" / "short_query_flood.yaml"),

@@ -46,15 +46,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 from zerohop.analysis.compare import LogicalComparison  # noqa: E402
 from zerohop.analysis.policy import summarise_policy  # noqa: E402
+from zerohop.client.adapters import create_adapter  # noqa: E402
 from zerohop.client.http_stream import Timeouts  # noqa: E402
 from zerohop.client.llm_client import LLMClient, RequestSpec  # noqa: E402
 from zerohop.client.policy import PolicyExecutor, RetryBudget, client_timeouts  # noqa: E402
-from zerohop.client.protocols import GenerationRequest, create_adapter  # noqa: E402
+from zerohop.client.protocols import GenerationRequest  # noqa: E402
+from zerohop.core.layout import REQUESTS_FILE  # noqa: E402
 from zerohop.core.records import ClockAnchor  # noqa: E402
 from zerohop.report.build import compare_dirs  # noqa: E402
 from zerohop.sim.launcher import start_sim  # noqa: E402
 from zerohop.storage import run_folder as results  # noqa: E402
-from zerohop.workloads.spec import Policy, load_workload_file  # noqa: E402
+from zerohop.workloads.policy_spec import Policy  # noqa: E402
+from zerohop.workloads.yaml_io import load_workload_file  # noqa: E402
 
 CONFIG = REPO / "src" / "zerohop" / "data" / "fallback_models.yaml"
 POLICIES = ("no_retry", "naive_retry", "backoff", "fallback")
@@ -76,7 +79,7 @@ def main() -> None:
     print(f"\n{'policy':<14}{'logical':>8}{'attempts':>9}{'amplif.':>8}{'success':>9}"
           f"{'p50 ms':>9}{'p99 ms':>9}{'p99 ok ms':>10}  answered by")
     for name, run_dir in zip(POLICIES, run_dirs, strict=True):
-        s = summarise_policy(pd.read_parquet(run_dir / results.REQUESTS))
+        s = summarise_policy(pd.read_parquet(run_dir / REQUESTS_FILE))
         assert s is not None
         shares = ", ".join(f"{m} {v:.0%}" for m, v in s.answered_share.items())
         print(f"{name:<14}{s.logical_requests:>8}{s.attempts:>9}{s.amplification:>8.2f}"

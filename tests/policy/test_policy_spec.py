@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from zerohop.workloads.spec import WorkloadError, parse_workloads
+from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit
 
@@ -64,7 +65,7 @@ def test_valid_policy_with_shorthands() -> None:
 def test_shipped_policy_workloads_load() -> None:
     files = sorted(WORKLOADS.glob("policies_*.yaml"))
     assert len(files) == 4
-    from zerohop.workloads.spec import load_workload_file
+    from zerohop.workloads.yaml_io import load_workload_file
 
     for path in files:
         assert load_workload_file(path).workloads[0].policy is not None

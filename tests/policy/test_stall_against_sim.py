@@ -9,13 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from zerohop.client.adapters import create_adapter
 from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import LLMClient, RequestSpec
 from zerohop.client.policy import PolicyExecutor, client_timeouts
-from zerohop.client.protocols import GenerationRequest, create_adapter
+from zerohop.client.protocols import GenerationRequest
 from zerohop.core.records import ClockAnchor, RequestRecord
 from zerohop.sim.launcher import SimProcess, start_sim
-from zerohop.workloads.spec import Policy
+from zerohop.workloads.policy_spec import Policy
 
 pytestmark = pytest.mark.integration
 

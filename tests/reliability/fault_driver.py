@@ -23,14 +23,15 @@ import gevent  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
 from tests.reliability.fault_cases import FAULTS  # noqa: E402
+from zerohop.client.adapters import create_adapter  # noqa: E402
 from zerohop.client.http_stream import Timeouts  # noqa: E402
 from zerohop.client.llm_client import LLMClient, RequestSpec  # noqa: E402
-from zerohop.client.protocols import GenerationRequest, HttpRequest, create_adapter  # noqa: E402
+from zerohop.client.protocols import GenerationRequest, HttpRequest  # noqa: E402
 from zerohop.core.records import ClockAnchor  # noqa: E402
 from zerohop.loadgen.runtime import ProcessRuntime  # noqa: E402
 from zerohop.loadgen.users import new_policy_executor, run_logical_request  # noqa: E402
 from zerohop.storage.run_folder import RecordSink, consolidate  # noqa: E402
-from zerohop.workloads.spec import Policy  # noqa: E402
+from zerohop.workloads.policy_spec import Policy  # noqa: E402
 
 MODEL = "llama-3-8b"
 # short client limits so the stall cases end quickly; the sim's stalls last 2 s

@@ -11,8 +11,8 @@ import pytest
 
 from zerohop.analysis.run_analysis import analyse_run
 from zerohop.analysis.run_data import TELEMETRY_COLUMNS, RunData, frame_from_rows
-from zerohop.cli.console_summary import no_success_reason
 from zerohop.report.present import report_page
+from zerohop.runner.console_summary import no_success_reason
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from zerohop.sim.config import EngineConfig, LoraConfig, ServedModelConfig
-from zerohop.sim.engine import Engine, EngineError, NullSink, Sequence
+from zerohop.sim.engine import Engine
+from zerohop.sim.sequence import EngineError, NullSink, Sequence
 
 pytestmark = pytest.mark.unit
 
@@ -81,9 +82,9 @@ def test_single_request_emits_every_token_once_at_step_ends() -> None:
     times = sink.times["a"]
     assert len(times) == 20 and "a" in sink.finished
     ttft_ms = times[0] / 1e6
-    assert ttft_ms == pytest.approx(engine.roofline.prefill_s(1000) * 1e3, rel=0.01)
+    assert ttft_ms == pytest.approx(engine.step_cost.prefill_s(1000) * 1e3, rel=0.01)
     gaps = [(b - a) / 1e6 for a, b in itertools.pairwise(times)]
-    assert all(g == pytest.approx(engine.roofline.decode_s(1, 1010) * 1e3, rel=0.05) for g in gaps)
+    assert all(g == pytest.approx(engine.step_cost.decode_s(1, 1010) * 1e3, rel=0.05) for g in gaps)
     assert engine.pool.free_blocks == engine.pool.num_blocks  # all blocks returned
     assert engine.stats.prompt_tokens_total == 1000
     assert engine.stats.generation_tokens_total == 20
@@ -190,7 +191,7 @@ def test_mixed_adapter_batches_pay_per_extra_adapter() -> None:
         submit(engine, sink, name, prompt=10, out=3, adapter=name)
     plan = engine.plan_step(0)
     assert plan is not None
-    base = engine.roofline.step_s([(c, n) for _, c, n in plan.batch])[0]
+    base = engine.step_cost.step_s([(c, n) for _, c, n in plan.batch])[0]
     assert plan.cost_s - base == pytest.approx(0.004, abs=1e-6)  # 3 adapters: 2 extra
 
 

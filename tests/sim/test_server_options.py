@@ -7,7 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from zerohop.sim.cli import proxy_command, sim_command
+from zerohop.layer.cli import proxy_command
+from zerohop.sim.cli import sim_command
 from zerohop.sim.launcher import start_sim
 
 from .conftest import MODEL

@@ -11,9 +11,10 @@ import pytest
 
 from zerohop.sim.api_shapes import ChatShape, CompletionShape, MessagesShape, WireShape
 from zerohop.sim.config import ServedModelConfig
-from zerohop.sim.engine import Engine, Sequence
+from zerohop.sim.engine import Engine
 from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import RunNow
+from zerohop.sim.sequence import Sequence
 from zerohop.sim.streams import ResponseContext, StreamingResponse
 
 pytestmark = pytest.mark.unit

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zerohop.workloads.spec import KIND_CLASS_NAMES
+from zerohop.workloads.kinds import KIND_CLASS_NAMES
 
 pytestmark = pytest.mark.integration
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from zerohop.client.adapters import create_adapter
 from zerohop.client.api_request import UnfitRequest, generation_for, to_request_spec
-from zerohop.client.protocols import create_adapter
 from zerohop.workloads.plans import make_planner
-from zerohop.workloads.spec import load_workload_file
+from zerohop.workloads.yaml_io import load_workload_file
 
 pytestmark = pytest.mark.unit
 

@@ -107,7 +107,7 @@ def test_real_nvml_run_through_the_agent(tmp_path: Path) -> None:
 def test_exporter_serves_real_readings() -> None:
     _nvml_or_skip()
     from zerohop.telemetry.exporter import NvmlExporter
-    from zerohop.telemetry.nvml import PynvmlApi
+    from zerohop.telemetry.nvml_api import PynvmlApi
     from zerohop.telemetry.samples import TelemetryClock
     from zerohop.telemetry.scraper import PrometheusScraper
 

@@ -126,7 +126,7 @@ def test_no_library_is_one_gap_for_the_run_and_nothing_raises() -> None:
 
 
 def test_real_pynvml_without_a_driver_is_a_gap() -> None:
-    from zerohop.telemetry.nvml import PynvmlApi
+    from zerohop.telemetry.nvml_api import PynvmlApi
 
     sampler = NvmlSampler(PynvmlApi(), clock())
     rows = sampler.start(0.0)

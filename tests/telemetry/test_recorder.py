@@ -17,10 +17,11 @@ import psutil
 import pytest
 
 from tests.telemetry.fakes import FakeNvml, MetricsServer, vllm_text
+from zerohop.core.layout import TELEMETRY_DIR
 from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.recorder import TelemetryRecorder
 from zerohop.telemetry.spec import parse_telemetry_spec
-from zerohop.telemetry.store import TELEMETRY_DIR, consolidate_telemetry
+from zerohop.telemetry.store import consolidate_telemetry
 
 pytestmark = pytest.mark.integration
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from zerohop.core.layout import TELEMETRY_DIR
 from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.loop import run_sampler_loop
 from zerohop.telemetry.realthreads import RealThread, StopSignal
 from zerohop.telemetry.samples import GAP, GapTracker, Sample, TelemetryClock, labels_json
 from zerohop.telemetry.store import (
-    TELEMETRY_DIR,
     SampleSink,
     consolidate_telemetry,
     read_sample_rows,

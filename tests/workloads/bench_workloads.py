@@ -19,8 +19,8 @@ from zerohop.workloads.arrivals import ArrivalSchedule
 from zerohop.workloads.plans import make_planner
 from zerohop.workloads.prompts import PromptBuilder, default_calibration
 from zerohop.workloads.shapes import spike_rate
-from zerohop.workloads.spec import parse_workloads
 from zerohop.workloads.traces import read_trace
+from zerohop.workloads.yaml_io import parse_workloads
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 

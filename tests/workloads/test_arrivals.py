@@ -18,6 +18,7 @@ from zerohop.workloads.arrivals import (
     unit_gaps,
     worker_share,
 )
+from zerohop.workloads.load_spec import OpenLoad
 from zerohop.workloads.shapes import (
     PiecewiseLinearRate,
     constant_rate,
@@ -27,7 +28,7 @@ from zerohop.workloads.shapes import (
     spike_rate,
     step_rate,
 )
-from zerohop.workloads.spec import OpenLoad, parse_workloads
+from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit
 

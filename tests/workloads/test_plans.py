@@ -11,10 +11,11 @@ import pytest
 
 from tests.workloads.conftest import trace_path
 from zerohop.sim import tokens as sim_tokens
+from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.plans import PlannedRequest, make_planner, zipf_probabilities
 from zerohop.workloads.prompts import TokenCalibration
-from zerohop.workloads.spec import WorkloadError, parse_workloads
 from zerohop.workloads.traces import TraceRequest, read_trace
+from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit
 

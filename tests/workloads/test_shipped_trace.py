@@ -11,8 +11,8 @@ import pytest
 from tests.workloads.conftest import TRACES_DIR, WORKLOADS_DIR
 from zerohop.workloads.data_paths import package_data_dir
 from zerohop.workloads.plans import make_planner
-from zerohop.workloads.spec import load_workload_file
 from zerohop.workloads.traces import read_trace, replay_window
+from zerohop.workloads.yaml_io import load_workload_file
 
 pytestmark = pytest.mark.unit
 

@@ -12,21 +12,22 @@ import yaml
 from tests.workloads.conftest import TRACES_DIR, WORKLOADS_DIR, trace_path
 from zerohop.workloads import reference
 from zerohop.workloads.data_paths import package_data_dir
-from zerohop.workloads.spec import (
+from zerohop.workloads.distributions import FixedDist
+from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.kinds import (
     KIND_CLASS_NAMES,
-    ClosedLoad,
-    FixedDist,
-    GammaArrival,
     LoraMixSpec,
+    ShortQueryFloodSpec,
+    TraceReplaySpec,
+)
+from zerohop.workloads.load_spec import (
+    ClosedLoad,
+    GammaArrival,
     OpenLoad,
     PoissonArrival,
-    ShortQueryFloodSpec,
     SpikeShape,
-    TraceReplaySpec,
-    WorkloadError,
-    load_workload_file,
-    parse_workloads,
 )
+from zerohop.workloads.yaml_io import load_workload_file, parse_workloads
 
 pytestmark = pytest.mark.unit
 

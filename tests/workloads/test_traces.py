@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.workloads.conftest import trace_path
-from zerohop.workloads.spec import WorkloadError
+from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.traces import (
     TraceRequest,
     read_azure_csv,

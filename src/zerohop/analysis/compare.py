@@ -29,18 +29,22 @@ import numpy as np
 from scipy import stats
 
 from zerohop.analysis.bootstrap import percentile_interval, quantile_draws
+from zerohop.analysis.measured_window import measured_window
 from zerohop.analysis.policy import PolicySummary, final_attempts, summarise_policy
 from zerohop.analysis.quantiles import PERCENTILES, cdf_points
 from zerohop.analysis.run_data import RunData, category_codes
-from zerohop.analysis.summary import ALL_WORKLOADS, measured_window_s
+from zerohop.analysis.summary import ALL_WORKLOADS
+from zerohop.core import metrics as catalogue
 
 Verdict = Literal["better", "worse", "within noise", "mixed", "no data"]
 
 THRESHOLD_PRESETS: dict[str, float] = {"strict": 0.0, "default": 0.05, "lenient": 0.10}
-COMPARED_METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-LAYER_METRICS: tuple[str, ...] = ("ttft_ms", "e2e_ms")
+COMPARED_METRICS: tuple[str, ...] = catalogue.REQUEST_LATENCIES
+LAYER_METRICS: tuple[str, ...] = catalogue.LAYER_METRICS
 ERROR_RATE_MIN_PP = 0.1  # percentage points: smaller error-rate changes are noise
 LOGICAL_METRIC = "logical_e2e_ms"
+ERROR_RATE = catalogue.METRICS["error_pct"]
+OK_RATE = catalogue.METRICS["req_per_s"]
 LOGICAL_STATS: tuple[str, ...] = ("p50", "p99")
 LOGICAL_SCOPE = "(logical requests)"  # the bootstrap stream's tag: no workload has it
 
@@ -340,11 +344,14 @@ def _rates(
     if b_n and c_n:
         rates.append(
             _proportion_comparison(
-                "error %", (b_fail, b_n), (c_fail, c_n), settings, higher_is_better=False
+                ERROR_RATE.title, (b_fail, b_n), (c_fail, c_n), settings,
+                higher_is_better=ERROR_RATE.better == "higher",
             )
         )
     b_rps, c_rps = _ok_rate(base, workload), _ok_rate(candidate, workload)
-    rates.append(RateComparison("ok req/s", b_rps, c_rps, c_rps - b_rps, math.nan, math.nan, None))
+    rates.append(
+        RateComparison(OK_RATE.title, b_rps, c_rps, c_rps - b_rps, math.nan, math.nan, None)
+    )
     return rates
 
 
@@ -423,9 +430,10 @@ def _ok_rate(run: RunData, workload: str) -> float:
     mask = np.ones(len(frame), dtype=bool)
     if workload != ALL_WORKLOADS:
         mask = (frame["workload"] == workload).to_numpy()
-    window = measured_window_s(frame, mask, run.manifest.get("duration_s"))
-    ok = int(((frame["outcome"] == "ok").to_numpy() & mask).sum())
-    return ok / window if window and not math.isnan(window) else math.nan
+    window = measured_window(run)
+    carried = (frame["outcome"] == "ok").to_numpy() & mask & window.counts(frame)
+    seconds = window.duration_s
+    return int(carried.sum()) / seconds if seconds and not math.isnan(seconds) else math.nan
 
 
 def _logical_latencies(run: RunData) -> np.ndarray:

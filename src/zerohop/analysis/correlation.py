@@ -24,16 +24,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-# How latency series are named in readings: column → plain words.
-LATENCY_NAMES: dict[str, str] = {
-    "ttft_p50_ms": "p50 TTFT",
-    "ttft_p90_ms": "p90 TTFT",
-    "ttft_p99_ms": "p99 TTFT",
-    "tpot_p50_ms": "p50 TPOT",
-    "tpot_p99_ms": "p99 TPOT",
-    "e2e_p50_ms": "p50 E2E",
-    "e2e_p99_ms": "p99 E2E",
-}
+from zerohop.core.metrics import window_labels
+
+# How latency series are named in readings: column → plain words (`p99 TTFT`).
+LATENCY_NAMES: dict[str, str] = window_labels()
 # Telemetry not worth testing: constants, bitmasks and link descriptors.
 EXCLUDED_METRICS: frozenset[str] = frozenset(
     {"gpu_mem_total_bytes", "gpu_throttle_reasons", "pcie_link_gen", "pcie_link_width"}
@@ -187,13 +181,6 @@ def lag_scan(
             )
         )
     return results
-
-
-def best_lag(
-    latency: np.ndarray, telemetry: np.ndarray, max_lag: int, min_windows: int
-) -> tuple[float, int, int, float, float] | None:
-    """`lag_scan` for a single telemetry series."""
-    return lag_scan(latency, np.asarray(telemetry, dtype=float)[:, None], max_lag, min_windows)[0]
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:

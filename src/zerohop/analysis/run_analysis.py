@@ -22,18 +22,15 @@ from zerohop.analysis.correlation import CorrelationReport, CorrelationSettings,
 from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samples, outcome_counts
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
 from zerohop.analysis.lora_adapters import AdapterSummary, summarise_adapters
+from zerohop.analysis.measured_window import MeasuredWindow
 from zerohop.analysis.microbench import MicrobenchSummary, summarise_microbench
 from zerohop.analysis.policy import PolicySummary, summarise_policy
 from zerohop.analysis.prefill import PrefillFit, fit_prefill
 from zerohop.analysis.reads import ReadDelivery, summarise_reads
 from zerohop.analysis.run_data import RunData
-from zerohop.analysis.slo import SloResult, evaluate_slos, good_mask, parse_slos
-from zerohop.analysis.summary import (
-    ALL_WORKLOADS,
-    WorkloadSummary,
-    summarise,
-    summarise_workloads,
-)
+from zerohop.analysis.run_summary import summarise_run
+from zerohop.analysis.slo import SloResult
+from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
 from zerohop.analysis.timeseries import (
     Lane,
     TelemetryGap,
@@ -48,9 +45,10 @@ from zerohop.analysis.timeseries import (
     telemetry_lanes,
 )
 from zerohop.analysis.token_counts import TokenCounts, summarise_token_counts
+from zerohop.core.metrics import REQUEST_LATENCIES
 
 MAX_CHART_POINTS = 2000
-CDF_METRICS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+CDF_METRICS: tuple[str, ...] = REQUEST_LATENCIES
 
 
 @dataclass(frozen=True)
@@ -99,6 +97,7 @@ class RunAnalysis:
     notes: list[str] = field(default_factory=list)
     reads: list[ReadDelivery] = field(default_factory=list)  # per summary row
     token_counts: TokenCounts | None = None  # the client's counts beside the server's
+    window: MeasuredWindow | None = None  # what every rate in `summaries` is divided by
 
     @property
     def total(self) -> WorkloadSummary:
@@ -112,15 +111,9 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
     requests, telemetry, manifest = run.requests, run.telemetry, run.manifest
     duration = manifest.get("duration_s")
     timeline = run_timeline(requests, telemetry, settings.window_s, fallback_duration_s=duration)
-    targets, slo_notes = parse_slos(manifest.get("slo"))
-    notes += slo_notes
-    good = good_mask(requests, run.itl, targets)
-    summaries = summarise_workloads(requests, run.itl, good, fallback_window_s=duration)
-    if not summaries:  # no record at all: one empty `all` row, so the report still renders
-        nothing = np.zeros(len(requests), dtype=bool)
-        summaries = [summarise(requests, run.itl, good, nothing, ALL_WORKLOADS, duration)]
-    ok = (requests["outcome"] == "ok").to_numpy()
-    slo_results = evaluate_slos(targets, _ok_values(run, ok, {t.column for t in targets}))
+    summary = summarise_run(run)
+    notes += summary.notes
+    summaries = summary.summaries
     lanes = telemetry_lanes(telemetry)
     rules = _rules(settings)
     window_latency = latency_series(requests, timeline)
@@ -146,7 +139,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         settings=settings,
         timeline=timeline,
         summaries=summaries,
-        slo_results=slo_results,
+        slo_results=summary.slo_results,
         cdfs=_cdfs(summaries),
         charts_series=_chart_series(
             requests, lanes, timeline, (window_load, window_latency, window_lanes)
@@ -164,6 +157,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         notes=notes,
         reads=summarise_reads(requests, run.itl, [s.workload for s in summaries]),
         token_counts=summarise_token_counts(requests),
+        window=summary.window,
     )
 
 
@@ -171,16 +165,6 @@ def _rules(settings: AnalysisSettings) -> list[AlertRule]:
     if settings.alert_rules is None:
         return load_rules(DEFAULT_ALERT_RULES)
     return list(settings.alert_rules)
-
-
-def _ok_values(run: RunData, ok: np.ndarray, columns: set[str]) -> dict[str, np.ndarray]:
-    values = {}
-    for column in columns:
-        if column == "itl_ms":
-            values[column] = run.itl.pooled(ok)
-        else:
-            values[column] = run.requests[column].to_numpy(dtype=float)[ok]
-    return values
 
 
 def _window_series(

@@ -1,17 +1,16 @@
-"""Service-level objectives: parse the manifest's `slo` block, judge each one, and
+"""Service-level objectives: read the manifest's `slo` block, judge each one, and
 decide which requests were "good" for goodput.
 
-An SLO key names a metric, a statistic and a unit: `ttft_p99_ms: 500` means "p99
-TTFT at most 500 ms". The statistic is what the run is judged on; the threshold is
-also what one request must meet to count as good (a request with no TPOT — a
-one-token answer — passes the TPOT objective; for ITL the request's largest gap is
+The keys and values are those of the one SLO grammar (`core.slo`): `ttft_p99_ms: 500`
+means "p99 TTFT at most 500 ms". The statistic is what the run is judged on; the
+threshold is also what one request must meet to count as good (a request with no TPOT —
+a one-token answer — passes the TPOT objective; for ITL the request's largest gap is
 what must meet it). Goodput counts only `ok` requests.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,26 +19,9 @@ import numpy as np
 import pandas as pd
 
 from zerohop.analysis.run_data import ItlColumn
+from zerohop.core.slo import SloError, SloTarget, add_target, parse_target
 
-SLO_METRICS: tuple[str, ...] = (
-    "ttft_from_schedule",
-    "e2e_from_schedule",
-    "ttft",
-    "tpot",
-    "itl",
-    "e2e",
-)
-_SLO_KEY = re.compile(
-    r"^(?P<metric>" + "|".join(SLO_METRICS) + r")_(?P<stat>p\d+(?:[._]\d+)?|mean|max)_ms$"
-)
-
-
-@dataclass(frozen=True)
-class SloTarget:
-    key: str
-    column: str  # request column, e.g. "ttft_ms"
-    statistic: str  # "p99", "p99.9", "mean" or "max"
-    threshold_ms: float
+__all__ = ["SloResult", "SloTarget", "evaluate_slos", "good_mask", "parse_slos", "statistic_of"]
 
 
 @dataclass(frozen=True)
@@ -50,26 +32,15 @@ class SloResult:
 
 
 def parse_slos(slo: Mapping[str, Any] | None) -> tuple[list[SloTarget], list[str]]:
-    """Targets from the manifest's `slo` mapping, plus a note per key not understood
-    (reported on the page rather than silently ignored)."""
+    """Targets from the manifest's `slo` mapping, plus a note per objective not in the
+    grammar (reported on the page rather than failing a report of a finished run)."""
     targets: list[SloTarget] = []
     notes: list[str] = []
     for key, value in (slo or {}).items():
-        match = _SLO_KEY.match(str(key))
-        if match is None:
-            notes.append(f"SLO {key!r} not understood (expected e.g. ttft_p99_ms): ignored")
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            notes.append(f"SLO {key!r} has no positive number ({value!r}): ignored")
-            continue
-        targets.append(
-            SloTarget(
-                key=str(key),
-                column=f"{match['metric']}_ms",
-                statistic=_normalise_statistic(match["stat"]),
-                threshold_ms=float(value),
-            )
-        )
+        try:
+            add_target(targets, parse_target(str(key), value))
+        except SloError as exc:
+            notes.append(f"{exc}: ignored")
     return targets, notes
 
 
@@ -112,12 +83,3 @@ def statistic_of(values: np.ndarray, statistic: str) -> float:
         return float(values.max())
     return float(np.percentile(values, float(statistic[1:])))
 
-
-def _normalise_statistic(stat: str) -> str:
-    """`p999` and `p99_9` both mean p99.9; `p99` stays."""
-    if stat in ("mean", "max"):
-        return stat
-    digits = stat[1:].replace("_", ".")
-    if "." not in digits and len(digits) > 2:
-        digits = digits[:2] + "." + digits[2:]
-    return f"p{digits}"

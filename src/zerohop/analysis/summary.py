@@ -2,9 +2,10 @@
 
 Definitions: only `ok` requests contribute latency figures (errors
 are counted separately); ITL is pooled over all gaps of a workload's ok requests;
-rates divide by the workload's measured window (first send → last end); goodput is
-requests meeting every SLO ÷ that window, and `good_fraction` counts errors in the
-denominator.
+rates (req/s, tokens/s, goodput) count the requests that ended inside the run's one
+measured window (`analysis.measured_window`) and divide by its length, the same for
+every workload; goodput is the requests meeting every SLO among them, and
+`good_fraction` counts every request, errors included, in the denominator.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from zerohop.analysis.measured_window import MeasuredWindow, window_of
 from zerohop.analysis.quantiles import Distribution, describe
 from zerohop.analysis.run_data import ItlColumn, category_codes
 from zerohop.analysis.timeseries import request_start_ts
+from zerohop.core.metrics import REQUEST_LATENCIES, SCHEDULE_LATENCIES
 
 ALL_WORKLOADS = "all"
-LATENCY_COLUMNS: tuple[str, ...] = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-SCHEDULE_COLUMNS: tuple[str, ...] = ("ttft_from_schedule_ms", "e2e_from_schedule_ms")
+LATENCY_COLUMNS: tuple[str, ...] = REQUEST_LATENCIES
+SCHEDULE_COLUMNS: tuple[str, ...] = SCHEDULE_LATENCIES
 
 
 @dataclass(frozen=True)
@@ -45,20 +48,22 @@ def summarise_workloads(
     requests: pd.DataFrame,
     itl: ItlColumn,
     good: np.ndarray,
-    *,
-    fallback_window_s: float | None = None,
+    window: MeasuredWindow | None = None,
 ) -> list[WorkloadSummary]:
     """One row per workload (in order of first appearance) and, when there is more
-    than one workload, a final `all` row over every request."""
+    than one workload, a final `all` row over every request. Rates are over `window`
+    (default: the records' own span, for records without a manifest)."""
+    if window is None:
+        window = window_of(requests, {})
     codes, names = category_codes(requests["workload"])
     order = _workload_order(requests)
     rows = [
-        summarise(requests, itl, good, codes == names.index(name), name, fallback_window_s, True)
+        summarise(requests, itl, good, codes == names.index(name), name, window, True)
         for name in order
     ]
     if len(order) > 1:
         everything = np.ones(len(requests), dtype=bool)
-        rows.append(summarise(requests, itl, good, everything, ALL_WORKLOADS, fallback_window_s))
+        rows.append(summarise(requests, itl, good, everything, ALL_WORKLOADS, window))
     return rows
 
 
@@ -68,7 +73,7 @@ def summarise(
     good: np.ndarray,
     mask: np.ndarray,
     name: str,
-    fallback_window_s: float | None = None,
+    window: MeasuredWindow,
     with_cdf: bool = False,
 ) -> WorkloadSummary:
     """The summary of the requests selected by `mask` (with CDF points for the
@@ -76,7 +81,8 @@ def summarise(
     ok = mask & (requests["outcome"] == "ok").to_numpy()
     n_requests = int(mask.sum())
     n_ok = int(ok.sum())
-    window_s = measured_window_s(requests, mask, fallback_window_s)
+    window_s = window.duration_s
+    carried = ok & window.counts(requests)  # what the rates count
     latency = {
         column: describe(requests[column].to_numpy(dtype=float)[ok], with_cdf=with_cdf)
         for column in LATENCY_COLUMNS
@@ -93,6 +99,7 @@ def summarise(
         if column in latency
     }
     n_good = int((good & mask).sum())
+    n_good_carried = int((good & carried).sum())
     return WorkloadSummary(
         workload=name,
         requests=n_requests,
@@ -100,27 +107,14 @@ def summarise(
         errors=n_requests - n_ok,
         error_pct=_ratio(n_requests - n_ok, n_requests) * 100.0,
         window_s=window_s,
-        req_per_s=_ratio(n_ok, window_s),
-        input_tokens_per_s=_ratio(_sum(requests["input_tokens"], ok), window_s),
-        output_tokens_per_s=_ratio(_sum(requests["output_tokens"], ok), window_s),
+        req_per_s=_ratio(int(carried.sum()), window_s),
+        input_tokens_per_s=_ratio(_sum(requests["input_tokens"], carried), window_s),
+        output_tokens_per_s=_ratio(_sum(requests["output_tokens"], carried), window_s),
         latency=latency,
         good=n_good,
-        goodput_rps=_ratio(n_good, window_s),
+        goodput_rps=_ratio(n_good_carried, window_s),
         good_fraction=_ratio(n_good, n_requests),
     )
-
-
-def measured_window_s(
-    requests: pd.DataFrame, mask: np.ndarray, fallback_s: float | None = None
-) -> float:
-    """First send (or scheduled start) → last end among the selected requests;
-    the manifest's duration when the records carry no timestamps."""
-    start = request_start_ts(requests)[mask]
-    end = requests["end_ts"].to_numpy(dtype=float)[mask]
-    start, end = start[np.isfinite(start)], end[np.isfinite(end)]
-    if start.size and end.size and end.max() > start.min():
-        return float(end.max() - start.min())
-    return float(fallback_s) if fallback_s and fallback_s > 0 else math.nan
 
 
 def _workload_order(requests: pd.DataFrame) -> list[str]:

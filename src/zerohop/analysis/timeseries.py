@@ -18,18 +18,13 @@ import pandas as pd
 
 from zerohop.analysis.quantiles import grouped_quantiles
 from zerohop.analysis.run_data import category_codes
+from zerohop.core.metrics import WINDOW_PERCENTILES, percentile_fraction, window_column
 
 # Telemetry rows that are annotations, not samples.
 ANNOTATION_METRICS: frozenset[str] = frozenset({"gap", "unsupported"})
 # Latency figures computed per window: (column in requests, percentile name, fraction).
-WINDOW_LATENCY: tuple[tuple[str, str, float], ...] = (
-    ("ttft_ms", "p50", 0.50),
-    ("ttft_ms", "p90", 0.90),
-    ("ttft_ms", "p99", 0.99),
-    ("tpot_ms", "p50", 0.50),
-    ("tpot_ms", "p99", 0.99),
-    ("e2e_ms", "p50", 0.50),
-    ("e2e_ms", "p99", 0.99),
+WINDOW_LATENCY: tuple[tuple[str, str, float], ...] = tuple(
+    (column, stat, percentile_fraction(stat)) for column, stat in WINDOW_PERCENTILES
 )
 
 
@@ -159,9 +154,8 @@ def latency_series(
         table, _ = grouped_quantiles(
             codes, requests[column].to_numpy(dtype=float), timeline.n, qs, min_count=min_count
         )
-        metric = column.removesuffix("_ms")
         for i, (name, _) in enumerate(stats):
-            out[f"{metric}_{name}_ms"] = table[:, i]
+            out[window_column(column, name)] = table[:, i]
     return pd.DataFrame(out)
 
 

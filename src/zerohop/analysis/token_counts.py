@@ -18,10 +18,8 @@ import numpy as np
 import pandas as pd
 
 from zerohop.analysis.summary import ALL_WORKLOADS
-from zerohop.report import formatting as fmt
 
-__all__ = ["INPUT_ERROR_FLAG_PCT", "TokenCountRow", "TokenCounts", "summarise_token_counts",
-           "token_count_section"]
+__all__ = ["INPUT_ERROR_FLAG_PCT", "TokenCountRow", "TokenCounts", "summarise_token_counts"]
 
 INPUT_ERROR_FLAG_PCT = 3.0
 """The prompt-size promise: the median request within ±3 % of the asked size."""
@@ -117,37 +115,6 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
         ),
         prompt_sources=tuple(sorted(sources.items())),
     )
-
-
-def token_count_section(counts: TokenCounts) -> dict[str, object] | None:
-    """The report's rows (strings as shown); None when no ok request was measured."""
-    if not counts.rows:
-        return None
-    rows = []
-    for row in counts.rows:
-        differences = ", ".join(f"{d:+d}: {n}" for d, n in row.output_differences if d != 0)
-        rows.append({
-            "workload": row.workload,
-            "output_compared": fmt.count(row.output_compared),
-            "client_output": fmt.count(row.client_output),
-            "server_output": fmt.count(row.server_output),
-            "output_difference": f"{row.output_difference:+,d} "
-                                 f"({fmt.signed_pct(row.output_difference_pct)})"
-            if row.output_compared else fmt.DASH,
-            "output_mismatched": fmt.count(row.output_mismatched) if row.output_compared
-            else fmt.DASH,
-            "output_differences": differences or fmt.DASH,
-            "input_compared": fmt.count(row.input_compared),
-            "asked_input": fmt.count(row.asked_input),
-            "server_input": fmt.count(row.server_input),
-            "input_difference": fmt.signed_pct(row.input_difference_pct)
-            if row.input_compared else fmt.DASH,
-            "input_median": fmt.signed_pct(row.input_median_error_pct),
-            "input_p95": fmt.pct(row.input_p95_abs_error_pct),
-            "input_within_one": fmt.pct(row.input_within_one * 100.0),
-            "sources": ", ".join(f"{s} {n}" for s, n in row.prompt_sources) or fmt.DASH,
-        })
-    return {"rows": rows, "flags": counts.flags}
 
 
 def _pct(part: float, whole: float) -> float:

@@ -13,20 +13,19 @@ import click
 SUBCOMMANDS: dict[str, str] = {
     "run": "zerohop.cli.main_job:run_command",
     "sim": "zerohop.sim.cli:sim_command",
-    "proxy": "zerohop.sim.cli:proxy_command",
+    "proxy": "zerohop.layer.cli:proxy_command",
     "report": "zerohop.report.cli:report_command",
     "compare": "zerohop.report.cli:compare_command",
     "microbench": "zerohop.microbench.cli:microbench_command",
     "exporter": "zerohop.telemetry.exporter:exporter_command",
     "calibrate": "zerohop.planning.calibrate:calibrate_command",
-    "consolidate": "zerohop.storage.run_folder:consolidate_command",
+    "consolidate": "zerohop.cli.consolidate:consolidate_command",
     "sweep": "zerohop.planning.sweep:sweep_command",
-    "capacity": "zerohop.planning.capacity:capacity_command",
+    "capacity": "zerohop.planning.capacity_cli:capacity_command",
     "nightly": "zerohop.planning.nightly:nightly_command",
-    "locustfile": "zerohop.shipped.cli:locustfile_command",
+    "locustfile": "zerohop.cli.locustfile:locustfile_command",
 }
 
-EXIT_BAD_INPUT = 2
 
 
 class LazyGroup(click.Group):
@@ -44,12 +43,7 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                return None  # that part is not built yet
-            raise
+        module = importlib.import_module(module_name)
         command = getattr(module, attr, None)
         return command if isinstance(command, click.Command) else None
 

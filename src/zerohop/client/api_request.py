@@ -3,8 +3,9 @@
 A workload plans one prompt (text, or token ids) whatever the API; each API carries it
 differently: the completions API takes the text or the ids as `prompt`, the chat API a
 list of chat messages, Anthropic its own messages (the adapter moves a system prompt to
-its field). Deciding that here, once, keeps the planner API-neutral and means every
-default workload runs on every API.
+its field). Which API takes which form is the table in `zerohop.core.apis`; building
+the request from it here, once, keeps the planner API-neutral and means every default
+workload runs on every API.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from typing import Any
 
 from zerohop.client.llm_client import RequestSpec
 from zerohop.client.protocols import GenerationRequest
+from zerohop.core.apis import APIS, api_spec
 
 __all__ = ["UnfitRequest", "generation_for", "to_request_spec"]
-
-_CHAT_APIS = ("openai-chat", "anthropic")
 
 
 class UnfitRequest(ValueError):
@@ -24,28 +24,34 @@ class UnfitRequest(ValueError):
 
 
 def generation_for(planned: Any, api: str, model: str) -> GenerationRequest:
-    """The `GenerationRequest` for `planned` on `api`: text or ids for completions, one
-    user message for the chat APIs."""
+    """The `GenerationRequest` for `planned` on `api`: token ids where the API takes them,
+    else the text, as one user message on the chat APIs."""
     common: dict[str, Any] = {
         "model": model,
         "max_tokens": int(planned.max_tokens),
         "temperature": float(planned.temperature),
         "ignore_eos": bool(planned.ignore_eos),
     }
-    if api == "openai-completions":
-        if planned.token_ids is not None:
-            return GenerationRequest(prompt_token_ids=list(planned.token_ids), **common)
-        return GenerationRequest(prompt=planned.prompt or "", **common)
-    if api in _CHAT_APIS:
-        if planned.prompt is None:
-            raise UnfitRequest(
-                f"workload '{planned.workload}': {api} takes text messages, not token ids "
-                "(use prompt_format: text, or --api openai-completions)"
-            )
+    try:
+        spec = api_spec(api)
+    except ValueError as exc:
+        raise UnfitRequest(str(exc)) from None
+    if planned.token_ids is not None and spec.takes_token_ids:
+        return GenerationRequest(prompt_token_ids=list(planned.token_ids), **common)
+    if planned.prompt is None:
+        raise UnfitRequest(
+            f"workload '{planned.workload}': {api} takes text, not token ids "
+            f"(use prompt_format: text, or --api {_token_id_apis()})"
+        )
+    if spec.chat_messages:
         return GenerationRequest(
             messages=[{"role": "user", "content": planned.prompt}], **common
         )
-    raise UnfitRequest(f"api: unknown API {api!r}")
+    return GenerationRequest(prompt=planned.prompt, **common)
+
+
+def _token_id_apis() -> str:
+    return " or ".join(spec.name for spec in APIS.values() if spec.takes_token_ids)
 
 
 def to_request_spec(planned: Any, api: str, default_model: str, *,

@@ -1,6 +1,6 @@
 """What an OpenAI-style streamed choice says about generated tokens beyond its text.
 
-Two things the chat and completions adapters (protocols.py) need and the wire formats
+Two things the chat and completions adapters (openai_adapters.py) need and the wire formats
 only imply: how many tokens a chunk holds (only per-token logprobs say), and the
 generated text of a tool call, which arrives in `delta.tool_calls[].function.arguments`
 with `content` null (OpenAI, vLLM, SGLang, TGI, llama.cpp, Ollama). Those arguments are

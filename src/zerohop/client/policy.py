@@ -29,7 +29,7 @@ from zerohop.client.llm_client import RequestSpec
 from zerohop.client.protocols import GenerationRequest
 from zerohop.core import records as rec
 from zerohop.core.records import RequestRecord
-from zerohop.workloads.spec import MEMORY_ERROR, BackoffSpec, FallbackStep, Policy
+from zerohop.workloads.policy_spec import MEMORY_ERROR, BackoffSpec, FallbackStep, Policy
 
 # attempt_reason values
 FIRST, RETRY, FALLBACK, CONTINUATION = "first", "retry", "fallback", "continuation"

@@ -22,17 +22,6 @@ INCOMPLETE_STREAM = "incomplete_stream"
 PROTOCOL_ERROR = "protocol_error"
 CANCELLED = "cancelled"
 
-FIXED_OUTCOMES = (
-    OK,
-    CONNECT_ERROR,
-    TIMEOUT_TTFT,
-    TIMEOUT_TOTAL,
-    STALL,
-    INCOMPLETE_STREAM,
-    PROTOCOL_ERROR,
-    CANCELLED,
-)
-
 
 def http_outcome(status: int) -> str:
     """`http_<code>` for a non-2xx response (e.g. http_429)."""
@@ -43,14 +32,6 @@ def stream_error_outcome(error_type: str | None) -> str:
     """`stream_error:<type>` for an error event inside an HTTP-200 stream."""
     kind = (error_type or "unknown").strip() or "unknown"
     return f"stream_error:{kind}"
-
-
-def is_valid_outcome(outcome: str) -> bool:
-    if outcome in FIXED_OUTCOMES:
-        return True
-    if outcome.startswith("http_") and outcome[5:].isdigit():
-        return True
-    return outcome.startswith("stream_error:") and len(outcome) > len("stream_error:")
 
 
 # --- the clock anchor ---------------------------------------------------------------
@@ -71,9 +52,6 @@ class ClockAnchor:
     def wall_s(self, perf_ns: int) -> float:
         """Wall-clock seconds (Unix epoch) of a perf_counter_ns reading."""
         return (self.wall_ns + (perf_ns - self.perf_ns)) / 1e9
-
-    def perf_of_wall_s(self, wall_s: float) -> int:
-        return self.perf_ns + int(wall_s * 1e9) - self.wall_ns
 
 
 # --- the record ---------------------------------------------------------------------

@@ -13,7 +13,7 @@ direct vs. through the layer shows the hop.
 If the upstream ends a response early (dropped or reset connection), the proxy does
 the same to its client, so faults pass through the layer unchanged.
 
-Run: `python -m zerohop.layer.proxy --upstream http://127.0.0.1:8000 --port 8001`.
+Run: `zerohop proxy --upstream http://127.0.0.1:8000 --port 8001` (or `python -m zerohop.layer`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from zerohop.client.http_stream import ChunkedDecoder
+from zerohop.core.http_chunked import ChunkedDecoder
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 
 HOP_BY_HOP = {
@@ -257,13 +257,3 @@ async def serve_proxy(config: LayerConfig, port_file: Path | None = None) -> Non
         await asyncio.Event().wait()
     finally:
         server.close()
-
-
-def main() -> None:
-    from zerohop.sim.cli import proxy_command
-
-    proxy_command(prog_name="zerohop proxy")
-
-
-if __name__ == "__main__":
-    main()

@@ -16,14 +16,13 @@ from typing import Any
 
 import gevent
 
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
 from zerohop.storage import run_folder as results
 
 log = logging.getLogger("zerohop")
 _INSTALLED = "_zerohop_hooks_installed"
-EXIT_BAD_INPUT = 2
-EXIT_UNREACHABLE = 3
 
 
 def install(events: Any) -> None:
@@ -115,7 +114,7 @@ def _validate_options(environment: Any) -> None:
     """Every flag and every workload file, before anything starts: bad input is one line
     and exit 2, never a traceback mid-run. (Whether each workload can run against this
     target is `_select_workloads`, once the target is known.)"""
-    from zerohop.loadgen.workload_binding import load_workloads
+    from zerohop.workloads.inputs import load_workloads
 
     try:
         opt.parse_slo(opt.option(environment, "zh_slo"))
@@ -162,7 +161,7 @@ def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
     try:
         rt.sim = start_embedded_target(args)
     except Exception as exc:  # the embedded target could not start: refuse to guess a host
-        from zerohop.cli.main_job import one_line
+        from zerohop.core.exit_codes import one_line
 
         _fail(f"no --host given and the embedded target could not start: {one_line(exc)}",
               EXIT_UNREACHABLE)
@@ -284,7 +283,7 @@ def _prepare_worker(environment: Any, rt: ProcessRuntime) -> None:
         sel.apply(environment, decision)
         _prepare_load(environment)
     except Exception as exc:
-        from zerohop.cli.main_job import one_line
+        from zerohop.core.exit_codes import one_line
 
         worker_health.report_failure(rt, f"failed at test start: {one_line(exc)}")
         raise
@@ -312,10 +311,10 @@ def _warm_locust_stop() -> None:
 def _keep_collector_off_the_reads() -> None:
     """A garbage collection stalls every stream's reads, and a token left unread while
     the next one lands loses its own arrival stamp. Everything built so far (Locust,
-    plans, prompts) lives for the whole run: frozen, the collector skips it (a full
-    collection fell from ~60 ms to 10-20 ms here); and full collections, still 10-20 ms
-    with gevent's objects, run every 10,000 middle-generation ones instead of every 10
-    (the young generations, which take the short-lived garbage, keep their defaults)."""
+    plans, prompts) lives for the whole run: frozen, the collector skips it; and full
+    collections, which still take milliseconds with gevent's objects, run every 10,000
+    middle-generation ones instead of every 10 (the young generations, which take the
+    short-lived garbage, keep their defaults)."""
     gc.freeze()
     young, middle, _old = gc.get_threshold()
     gc.set_threshold(young, middle, 10_000)
@@ -453,7 +452,7 @@ def _end_state(environment: Any, rt: ProcessRuntime) -> tuple[str, str, list[Any
         failed = worker_health.failures(rt)
     end_reason = rt.extras.get("end_reason")
     if failed:
-        environment.process_exit_code = worker_health.EXIT_WORKER_FAILED
+        environment.process_exit_code = EXIT_WORKER_FAILED
         reason = worker_health.summary_line(failed)
         return "partial", reason if end_reason is None else f"{end_reason}; {reason}", failed
     return ("completed" if end_reason is None else "interrupted"), end_reason or "finished", []

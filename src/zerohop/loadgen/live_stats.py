@@ -20,7 +20,10 @@ from typing import Any
 
 import numpy as np
 
-METRICS: tuple[str, ...] = ("ttft", "tpot", "itl")
+from zerohop.core.metrics import REQUEST_LATENCIES
+
+# E2E is Locust's own response time, in its own tables; the tab adds the other latencies.
+METRICS: tuple[str, ...] = tuple(n.removesuffix("_ms") for n in REQUEST_LATENCIES if n != "e2e_ms")
 PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0))
 ALL_WORKLOADS = "All workloads"
 

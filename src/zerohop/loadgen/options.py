@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.core.slo import parse_slo_text
+
 DEFAULTS: dict[str, Any] = {
     "zh_workload": [],
-    "zh_api": "openai-chat",
+    "zh_api": DEFAULT_API,
     "zh_model": "",
     "zh_results_dir": "results",
     "zh_run_name": "locust",
@@ -34,12 +37,12 @@ def add_arguments(parser: Any) -> None:
     group = parser  # Locust's own parser: its web-UI flags work only there
     group.add_argument(
         "--workload", dest="zh_workload", action="append", default=[],
-        help="Workload YAML file(s); each user class takes the workload of its kind. "
-        "Default: the files shipped in workloads/.",
+        help="Workload YAML file(s); each workload in them runs as its own user class, "
+        "named after the workload. Default: the files shipped in workloads/.",
     )
     group.add_argument(
         "--api", dest="zh_api", default=DEFAULTS["zh_api"],
-        choices=["openai-chat", "openai-completions", "anthropic"],
+        choices=list(API_NAMES),
         help="Streaming API flavour (a workload file may override it).",
     )
     group.add_argument(
@@ -97,24 +100,6 @@ def option(environment: Any, name: str) -> Any:
 
 
 def parse_slo(text: str) -> dict[str, float]:
-    """`ttft_p99_ms=500,tpot_p99_ms=50` → {"ttft_p99_ms": 500.0, ...}; ValueError names
-    the bad part."""
-    out: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--slo: {part!r} is not NAME=VALUE")
-        key = key.strip()
-        if not (key.endswith("_ms") and "_p" in key):
-            raise ValueError(f"--slo: {key!r} is not like ttft_p99_ms / tpot_p50_ms / e2e_p99_ms")
-        metric = key.split("_p", 1)[0]
-        if metric not in ("ttft", "tpot", "itl", "e2e"):
-            raise ValueError(f"--slo: unknown metric {metric!r} (ttft, tpot, itl, e2e)")
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"--slo: {key}={value!r} is not a number") from None
-        if number <= 0:
-            raise ValueError(f"--slo: {key} must be > 0")
-        out[key] = number
-    return out
+    """`ttft_p99_ms=500,tpot_p99_ms=50` → {"ttft_p99_ms": 500.0, ...} in the one SLO
+    grammar (`core.slo`); a `SloError` (a ValueError) names the bad part."""
+    return {target.key: target.threshold_ms for target in parse_slo_text(text, "--slo")}

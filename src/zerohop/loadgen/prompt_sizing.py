@@ -25,8 +25,8 @@ from typing import Any, cast
 import numpy as np
 
 from zerohop.client.protocols import ApiAdapter, GenerationRequest, ProtocolError
+from zerohop.core.apis import ApiName, api_spec
 from zerohop.workloads.prompts import (
-    ApiKind,
     PromptBuilder,
     TokenCalibration,
     default_calibration,
@@ -117,7 +117,7 @@ def sizing_from_probes(points: Sequence[tuple[int, int | None]], api: str, *,
                f"prompt sizes are estimates by the embedded target's rule "
                f"(prompt_token_source={SIZED_BY_ESTIMATE})")
     log.warning(warning)
-    return PromptSizing(default_calibration(cast(ApiKind, api)), SIZED_BY_ESTIMATE, warning)
+    return PromptSizing(default_calibration(cast(ApiName, api)), SIZED_BY_ESTIMATE, warning)
 
 
 def probe_tokenize(base_url: str, api: str, model: str, *, api_key: str | None
@@ -134,10 +134,10 @@ def probe_tokenize(base_url: str, api: str, model: str, *, api_key: str | None
     for words in sizes:
         text = builder.build_text(words, rng)
         body: dict[str, Any] = {"model": model}
-        if api == "openai-completions":
-            body["prompt"] = text
-        else:
+        if api_spec(api).chat_messages:
             body["messages"] = [{"role": "user", "content": text}]
+        else:
+            body["prompt"] = text
         answer = _tokenize_count(base_url, body, api_key)
         if answer is None:
             if points:

@@ -9,6 +9,10 @@ manifest. The master (or the local runner) decides; its decision travels to the 
 with Locust's spawn message (`zh_selection`), so master and workers never disagree
 about what runs (a worker deciding on its own once ran a workload the master had left
 out, and died in test_start).
+
+Every workload that runs gets its own Locust user class (`workload_class`, a subclass
+of the locustfile's class of its kind): two workloads of one kind both run, each with
+its own spec, weight and name in the records.
 """
 
 from __future__ import annotations
@@ -17,16 +21,20 @@ import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from zerohop.loadgen.target_models import TargetModels, short_list
-from zerohop.workloads.spec import WorkloadError
+from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.inputs import check_inputs, default_workload, load_workloads
+
+T = TypeVar("T")
 
 
 @dataclass
 class Selection:
-    """The decision: classes to run (in order), defaults left out and why, and the
-    adapters resolved from the target for mixes that take them from it."""
+    """The decision: the user classes to run, in order (a --workload file's workloads by
+    their names, a locustfile class's default by the class's name), defaults left out
+    and why, and the adapters resolved from the target for mixes that take them from it."""
 
     run: list[str]
     left_out: dict[str, str] = field(default_factory=dict)
@@ -58,8 +66,6 @@ def select_workloads(candidates: Sequence[tuple[str, Any]], *, asked: Collection
     it (a shipped file whose trace is missing fails to load: WorkloadError). `asked`:
     the class names the user asked for. Raises WorkloadError (one line) for an asked
     workload that cannot run, or when nothing at all can."""
-    from zerohop.loadgen.workload_binding import check_inputs
-
     selection = Selection(run=[], target=target.describe() if target is not None else "")
     for name, item in candidates:
         try:
@@ -137,29 +143,107 @@ def with_resolved_adapters(spec: Any, adapters: list[str] | None) -> Any:
 
 # --- inside Locust --------------------------------------------------------------------
 def llm_user_classes(environment: Any) -> list[type]:
-    from zerohop.loadgen.users import LLMUser
-
+    """The run's workload classes: the `users.LLMUser` subclasses, known by the workload
+    kind each declares (a Locust class of the user's own has none)."""
     return [c for c in environment.user_classes
-            if isinstance(c, type) and issubclass(c, LLMUser)]
+            if isinstance(c, type) and bool(getattr(c, "workload_kind", None))]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A workload that may run: the name of the user class that would run it, the
+    locustfile's class of its kind (`template`), its spec (or a function that loads it:
+    a shipped default), and whether the user asked for it."""
+
+    name: str
+    template: type
+    spec: Any
+    asked: bool
+
+    def load(self) -> Any:
+        return self.spec() if callable(self.spec) else self.spec
+
+
+def candidates(environment: Any) -> list[Candidate]:
+    """This process's candidates (`plan_candidates` over the locustfiles' classes, the
+    --workload files and the classes named on the command line), derived once per
+    process: `apply` then replaces those classes, and master and workers, deriving from
+    the same options, name the same classes."""
+    rt = getattr(environment, "zerohop_runtime", None)
+    cached = rt.extras.get("candidates") if rt is not None else None
+    if cached is not None:
+        return list(cached)
+    from zerohop.loadgen import options as opt
+
+    parsed = getattr(environment, "parsed_options", None)
+    found = plan_candidates(llm_user_classes(environment),
+                            load_workloads(opt.option(environment, "zh_workload")),
+                            named=set(getattr(parsed, "user_classes", None) or []))
+    if rt is not None:
+        rt.extras["candidates"] = found
+    return list(found)
+
+
+def plan_candidates(templates: Sequence[type], in_files: Sequence[Any], *,
+                    named: Collection[str]) -> list[Candidate]:
+    """One candidate per workload in the --workload files (`in_files`), each under its own
+    name and asked for, given to the first locustfile class of its kind; a class whose
+    kind no file names offers its default workload under the class's own name, asked
+    for when `named` on the command line. A file's workload whose kind no class runs
+    (`--only` left it out) is no candidate."""
+    found: list[Candidate] = []
+    kinds_taken: set[str] = set()
+    for template in templates:
+        kind = template.workload_kind  # type: ignore[attr-defined]
+        mine = [spec for spec in in_files if spec.kind == kind]
+        if not mine:
+            found.append(Candidate(
+                template.__name__, template,
+                lambda t=template: default_workload(t.workload_kind, t.default_workload_file),
+                asked=template.__name__ in named))
+        elif kind not in kinds_taken:
+            found += [Candidate(spec.name, template, spec, asked=True) for spec in mine]
+            kinds_taken.add(kind)
+    _check_unique_names(found)
+    return found
+
+
+def workload_class(template: type[T], spec: Any, name: str) -> type[T]:
+    """The Locust user class that runs the one workload `spec`, called `name`: a subclass
+    of the locustfile's class of its kind (`template`), so several workloads of one kind
+    run side by side, each with its own spec, weight and records. Its Locust weight is
+    the workload file's `weight` when the file gives one, else the template's;
+    `fixed_count` stays the template's."""
+    attrs: dict[str, Any] = {"workload_spec": spec, "__module__": template.__module__,
+                             "__qualname__": name}
+    if spec.weight is not None:
+        attrs["weight"] = spec.weight
+    return type(name, (template,), attrs)
+
+
+def _check_unique_names(found: Sequence[Candidate]) -> None:
+    """Locust keys user classes by name: a workload named like another class that runs
+    beside it would take its place."""
+    seen: set[str] = set()
+    for candidate in found:
+        if candidate.name in seen:
+            raise WorkloadError(
+                f"workload name '{candidate.name}' is also the name of a user class that "
+                "runs beside it: rename the workload")
+        seen.add(candidate.name)
 
 
 def decide(environment: Any) -> Selection:
-    """The master's (or local runner's) decision for this run's user classes."""
+    """The master's (or local runner's) decision for this run's workloads."""
     from zerohop.client.protocols import api_key_from_env
     from zerohop.loadgen import options as opt
     from zerohop.loadgen.target_models import fetch_target_models
-    from zerohop.loadgen.workload_binding import load_workloads, spec_for
 
-    classes = llm_user_classes(environment)
-    kinds_in_files = {s.kind for s in load_workloads(opt.option(environment, "zh_workload"))}
-    parsed = getattr(environment, "parsed_options", None)
-    named = set(getattr(parsed, "user_classes", None) or [])
-    asked = {c.__name__ for c in classes
-             if c.workload_kind in kinds_in_files or c.__name__ in named}  # type: ignore[attr-defined]
+    found = candidates(environment)
     api = opt.option(environment, "zh_api")
     target = fetch_target_models(environment.host, api=api, api_key=api_key_from_env(api))
-    candidates = [(c.__name__, lambda c=c: spec_for(environment, c)) for c in classes]
-    return select_workloads(candidates, asked=asked, target=target,
+    return select_workloads([(c.name, c.load) for c in found],
+                            asked={c.name for c in found if c.asked}, target=target,
                             model_flag=opt.option(environment, "zh_model") or "")
 
 
@@ -183,12 +267,23 @@ def received(environment: Any, rt: Any) -> Selection | None:
 
 
 def apply(environment: Any, selection: Selection) -> None:
-    """Drop the user classes the decision leaves out (Locust then spawns none of them,
-    and zerohop plans, calibrates and dispatches none of them)."""
-    keep = set(selection.run)
-    for user_class in llm_user_classes(environment):
-        if user_class.__name__ not in keep:
-            environment.user_classes.remove(user_class)
+    """Replace the locustfiles' classes by one class per workload the decision runs
+    (`workload_class`: its own name, spec and weight). Locust then spawns only
+    those, and zerohop plans, calibrates and dispatches only those. Calling it again
+    (a worker's next test start) keeps the same classes, whose users may be running."""
+    rt = getattr(environment, "zerohop_runtime", None)
+    made: dict[str, type] = rt.extras.setdefault("workload_classes", {}) if rt else {}
+    by_name = {c.name: c for c in candidates(environment)}
+    for name in selection.run:
+        if name in made:
+            continue
+        if name not in by_name:  # a worker whose files or locustfiles differ from the master's
+            raise WorkloadError(f"the run has a workload '{name}' that this process lacks "
+                                "(give every process the same --workload files and locustfiles)")
+        candidate = by_name[name]
+        made[name] = workload_class(candidate.template, candidate.load(), name)
+    others = [c for c in environment.user_classes if c not in llm_user_classes(environment)]
+    environment.user_classes[:] = others + [made[name] for name in selection.run]
 
 
 def fitted_spec(environment: Any, user_class: type, spec: Any) -> Any:

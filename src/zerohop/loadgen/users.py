@@ -25,11 +25,13 @@ from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
 
 
 class LLMUser(User):
-    """Base class: subclasses name their workload kind and default YAML file."""
+    """Base class: the locustfiles' subclasses name their workload kind and default YAML
+    file; `selection.workload_class` derives from them the class that runs one workload."""
 
     abstract = True
     workload_kind: ClassVar[str] = ""
     default_workload_file: ClassVar[str] = ""
+    workload_spec: ClassVar[Any] = None  # set on the classes `selection.workload_class` makes
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)

@@ -20,6 +20,7 @@ from typing import Any
 
 import gevent
 
+from zerohop.core.metrics import title
 from zerohop.loadgen.live_stats import METRICS, PERCENTILES, LiveLatencies
 from zerohop.loadgen.runtime import ProcessRuntime
 
@@ -32,7 +33,7 @@ EMPTY_HOST_REFUSED = (
     "target's URL (e.g. http://127.0.0.1:8000), or start Locust without --host to test "
     "the embedded target"
 )
-_METRIC_TITLES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}
+_METRIC_TITLES = {name: title(f"{name}_ms") for name in METRICS}
 
 
 @dataclass
@@ -150,7 +151,7 @@ def _build_report_later(rt: ProcessRuntime, report: ReportState) -> None:
 
 
 def _build_report(rt: ProcessRuntime, report: ReportState) -> None:
-    from zerohop.cli.main_job import one_line
+    from zerohop.core.exit_codes import one_line
     from zerohop.report.build import build_report
     from zerohop.storage import run_folder as results
 

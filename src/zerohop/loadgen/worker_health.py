@@ -7,7 +7,7 @@ the master remembers the workers it started with, watches them for the whole mea
 window, and hears a worker's own last words when it can say them (its test_start
 failed: `zerohop:worker_failed`). Each failure is kept with the worker's index and the
 reason; at the end the manifest says `status: partial` and lists them, the summary
-names them, and the exit code is EXIT_WORKER_FAILED.
+names them, and the exit code is `core.exit_codes.EXIT_WORKER_FAILED`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Any
 log = logging.getLogger("zerohop")
 
 MSG_WORKER_FAILED = "zerohop:worker_failed"
-EXIT_WORKER_FAILED = 5  # zerohop.cli.main_job documents the codes
 WATCH_INTERVAL_S = 0.5
 _STATE = "worker_health"
 

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import logging
 import urllib.request
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from zerohop.client.adapters import create_adapter
 from zerohop.client.api_request import to_request_spec
 from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import LLMClient, RequestSpec
 from zerohop.client.policy import client_timeouts
-from zerohop.client.protocols import api_key_from_env, create_adapter
+from zerohop.client.protocols import api_key_from_env
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.prompt_sizing import (
     SIZED_BY_TOKEN_IDS,
@@ -30,28 +29,10 @@ from zerohop.loadgen.prompt_sizing import (
     sizing_from_probes,
 )
 from zerohop.loadgen.runtime import runtime_of
-from zerohop.workloads.spec import WorkloadError, load_workload_file
+from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.inputs import default_workload, load_workloads
 
 log = logging.getLogger("zerohop")
-
-
-def load_workloads(files: Sequence[str]) -> list[Any]:
-    """Every workload spec in the given files (WorkloadError names file and field)."""
-    specs: list[Any] = []
-    for name in files:
-        path = Path(name)
-        if not path.exists():
-            raise WorkloadError(f"{path}: workload file not found")
-        specs.extend(load_workload_file(path).workloads)
-    return specs
-
-
-def check_inputs(spec: Any) -> None:
-    """What a spec points at must be readable before a run starts (a trace, today)."""
-    if spec.kind == "trace_replay":
-        from zerohop.workloads.traces import read_trace
-
-        read_trace(spec.trace, spec.resolved_format)
 
 
 @dataclass
@@ -125,19 +106,19 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
 
 
 def spec_for(environment: Any, user_class: type) -> Any:
+    """The workload a user class runs: its own (a class made by `selection.workload_class`,
+    as every class of a run with the hooks is), else, for a locustfile's class used
+    directly, the first workload of its kind in the --workload files or its default
+    file."""
+    own = getattr(user_class, "workload_spec", None)
+    if own is not None:
+        return own
     kind = user_class.workload_kind  # type: ignore[attr-defined]
     for spec in load_workloads(opt.option(environment, "zh_workload")):
         if spec.kind == kind:
             return spec
-    default = Path(user_class.default_workload_file)  # type: ignore[attr-defined]
-    if not default.is_absolute():
-        from zerohop.shipped import workloads_dir
-
-        default = workloads_dir() / default
-    specs = [s for s in load_workload_file(default).workloads if s.kind == kind]
-    if not specs:
-        raise WorkloadError(f"{default}: no workload of kind {kind!r}")
-    return specs[0]
+    return default_workload(user_class.workload_kind,  # type: ignore[attr-defined]
+                            user_class.default_workload_file)  # type: ignore[attr-defined]
 
 
 def _with_rate_override(environment: Any, user_class: type, spec: Any) -> Any:
@@ -146,7 +127,7 @@ def _with_rate_override(environment: Any, user_class: type, spec: Any) -> Any:
     rate = float(opt.option(environment, "zh_rate_override") or 0.0)
     if rate <= 0 or spec.kind == "trace_replay":
         return spec
-    from zerohop.workloads.spec import OpenLoad
+    from zerohop.workloads.load_spec import OpenLoad
 
     weights = [getattr(c, "weight", 1) for c in environment.user_classes
                if getattr(c, "workload_kind", "") not in ("", "trace_replay")]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import click
 
+from zerohop.core.layout import MICROBENCH_FILE
 from zerohop.microbench.plan import get_plan
 from zerohop.microbench.progress import TerminalProgress
 from zerohop.microbench.runner import parse_only, run_benchmarks
 from zerohop.microbench.schema import MicrobenchResult, write_microbench
 from zerohop.microbench.table import format_table
 
-RESULT_FILE = "microbench.json"
 EXIT_OK = 0
 EXIT_BENCH_FAILED = 1
 
@@ -109,7 +109,7 @@ def _write(result: MicrobenchResult, run_dir: Path, *, started: bool, device: in
     """microbench.json, plus a manifest when this command made the run folder (a folder
     given with --out-dir belongs to whoever made it)."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    path = write_microbench(result, run_dir / RESULT_FILE)
+    path = write_microbench(result, run_dir / MICROBENCH_FILE)
     if started:
         from zerohop.storage.run_folder import finish_manifest, start_manifest
 

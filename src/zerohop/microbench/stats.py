@@ -60,11 +60,3 @@ def gbps(size_bytes: float, seconds: float) -> float:
     if seconds <= 0 or not math.isfinite(seconds):
         raise ValueError(f"elapsed time must be positive, got {seconds}")
     return size_bytes / seconds / GB
-
-
-def ns_to_us(values: Sequence[int] | Sequence[float]) -> list[float]:
-    return [v / 1e3 for v in values]
-
-
-def ms_to_us(value: float) -> float:
-    return value * 1e3

@@ -4,7 +4,8 @@ device, and report the fit's error on points held out of the fit.
 
 The model is the sim's own scheduler (`zerohop.sim.engine.Engine`, run offline with
 `simulate_step`: continuous batching, chunked prefill, `max_num_seqs`, KV blocks) with
-the roofline replaced by a linear step cost fitted to the measurements:
+a linear step cost fitted to the measurements as its step-cost model, in place of the
+roofline:
 
     step_s = overhead + prefill_per_token × new prompt tokens
                       + decode_per_seq × decoding sequences
@@ -36,6 +37,8 @@ from typing import Any
 import click
 import numpy as np
 
+from zerohop.sim.step_cost import Chunk, StepCostModel
+
 PARAM_NAMES: tuple[str, ...] = (
     "overhead_ms", "prefill_us_per_token", "decode_ms_per_seq", "context_us_per_token",
     "client_offset_ms", "idle_wake_ms",
@@ -61,7 +64,7 @@ class CostParams:
 
 @dataclass(frozen=True)
 class Arrival:
-    at_s: float  # since the point's first send
+    at_s: float  # since the point's measured window opened
     prompt_tokens: int
     output_tokens: int
 
@@ -191,12 +194,12 @@ def predict(
     """Replay `arrivals` through the sim's scheduler with the fitted step cost;
     `cost_scale` < 1 models a faster device (every step cost scaled)."""
     from zerohop.sim.config import EngineConfig, ServedModelConfig
-    from zerohop.sim.engine import NULL_SINK, Engine, Sequence
+    from zerohop.sim.engine import Engine
+    from zerohop.sim.sequence import NULL_SINK, Sequence
 
     served = ServedModelConfig(engine=EngineConfig(
         max_num_seqs=max_num_seqs, num_gpu_blocks=1_000_000, max_model_len=1_000_000))
-    engine = Engine(served)
-    engine.roofline = LinearStepCost(params, cost_scale, engine.roofline)  # type: ignore[assignment]
+    engine = Engine(served, step_cost=LinearStepCost(params, cost_scale))
     ordered = sorted(arrivals, key=lambda a: a.at_s)
     seqs = [
         Sequence(request_id=str(i), prompt_tokens=max(1, a.prompt_tokens),
@@ -224,15 +227,14 @@ def predict(
     return Prediction(load, _median(ttft), _median(tpot))
 
 
-class LinearStepCost:
-    """The roofline's interface (`step_s`) with the fitted linear cost."""
+class LinearStepCost(StepCostModel):
+    """The fitted linear cost as the engine's step-cost model (all of it compute)."""
 
-    def __init__(self, params: CostParams, scale: float, roofline: Any) -> None:
+    def __init__(self, params: CostParams, scale: float) -> None:
         self.params = params
         self.scale = scale
-        self.roofline = roofline
 
-    def step_s(self, chunks: list[tuple[int, int]]) -> tuple[float, float, float]:
+    def step_s(self, chunks: list[Chunk]) -> tuple[float, float, float]:
         p = self.params
         prefill = decode = context = 0
         for ctx, new in chunks:
@@ -274,22 +276,28 @@ def measured_points(sweep_dir: Path) -> list[MeasuredPoint]:
 
 
 def measured_point(run_dir: Path, load: float) -> MeasuredPoint:
+    """One point's sends, timed from its measured window's start, and the medians of
+    the run's summary."""
+    from zerohop.analysis.run_summary import summarise_run
     from zerohop.storage.run_reader import load_run
 
-    frame = load_run(run_dir).requests
+    run = load_run(run_dir)
+    summary = summarise_run(run, slos={})
+    frame = run.requests
     sent = frame["sent_ts"].to_numpy(dtype=float)
     keep = np.isfinite(sent)
     prompt = _first_finite(frame, ("input_tokens", "target_input_tokens"))[keep]
     output = _first_finite(frame, ("output_tokens", "max_tokens"))[keep]
     sent = sent[keep]
-    t0 = float(sent.min()) if sent.size else 0.0
+    t0 = summary.window.start_ts
+    if not math.isfinite(t0):
+        t0 = float(sent.min()) if sent.size else 0.0
     arrivals = [Arrival(float(s - t0), int(p), int(o))
                 for s, p, o in zip(sent, prompt, output, strict=True)
                 if math.isfinite(p) and math.isfinite(o)]
-    ok = (frame["outcome"] == "ok").to_numpy()
-    ttft = frame["ttft_ms"].to_numpy(dtype=float)[ok]
-    tpot = frame["tpot_ms"].to_numpy(dtype=float)[ok]
-    return MeasuredPoint(load, arrivals, _median(ttft), _median(tpot))
+    latency = summary.total.latency
+    return MeasuredPoint(load, arrivals, latency["ttft_ms"].get("p50"),
+                         latency["tpot_ms"].get("p50"))
 
 
 def _first_finite(frame: Any, columns: Sequence[str]) -> np.ndarray:

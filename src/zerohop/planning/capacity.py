@@ -11,23 +11,15 @@ SLOs can be planned against any.
 
 from __future__ import annotations
 
-import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from zerohop.cli.main_job import EXIT_BAD_INPUT, RunError
 from zerohop.storage.jsonl import without_nan
-
-CAPACITY_JSON = "capacity.json"
-CAPACITY_HTML = "capacity.html"
 
 
 class TrafficMix(BaseModel):
@@ -220,29 +212,19 @@ def measure_point(run_dir: Path, load: float, offered_rps: float,
                   slo: dict[str, float]) -> CapacityPoint:
     import numpy as np
 
-    from zerohop.analysis.slo import evaluate_slos, good_mask, parse_slos
-    from zerohop.analysis.summary import summarise_workloads
+    from zerohop.analysis.run_summary import summarise_run
     from zerohop.storage.run_reader import load_run
 
     run = load_run(run_dir)
-    targets, _ = parse_slos(slo)
+    summary = summarise_run(run, slos=slo)
     frame = run.requests
-    good = good_mask(frame, run.itl, targets)
-    duration = (run.manifest.get("load") or {}).get("duration_s")
-    rows = summarise_workloads(frame, run.itl, good, fallback_window_s=duration)
-    total = rows[-1]
+    total = summary.total
     ok = (frame["outcome"] == "ok").to_numpy()
-    values = {
-        t.column: (run.itl.pooled(ok) if t.column == "itl_ms"
-                   else frame[t.column].to_numpy(dtype=float)[ok])
-        for t in targets
-    }
     checks = [
         SloCheck(r.target.key, r.target.threshold_ms, r.observed_ms, r.met)
-        for r in evaluate_slos(targets, values)
+        for r in summary.slo_results
     ]
-    per_workload = [r for r in rows if r is not total] or [total]
-    counts = {r.workload: r.requests for r in per_workload}
+    counts = {r.workload: r.requests for r in summary.workloads}
     n = sum(counts.values()) or 1
     out_tokens = frame["output_tokens"].to_numpy(dtype=float)
     workload_col = frame["workload"].astype(str).to_numpy()
@@ -268,96 +250,3 @@ def measure_point(run_dir: Path, load: float, offered_rps: float,
         workload_shares={w: c / n for w, c in counts.items()},
         workload_output_tokens={w: mean_out(workload_col == w) for w in counts},
     )
-
-
-# --- the command -----------------------------------------------------------------------
-@click.command("capacity")
-@click.argument("sweep_dir", type=click.Path(path_type=Path))
-@click.option("--slo", required=True, help="e.g. ttft_p99_ms=500,tpot_p99_ms=50")
-@click.option("--traffic", type=float, default=None, help="Forecast peak, req/s.")
-@click.option("--mix", type=click.Path(path_type=Path), default=None,
-              help="YAML: workloads: {name: share} of the forecast traffic.")
-@click.option("--headroom", type=float, default=0.2, show_default=True,
-              help="Spare capacity on top of the peak (0.2 = 20 %).")
-@click.option("--gpu-cost-per-hour", type=float, default=None, help="Price of one GPU-hour.")
-@click.option("--gpus-per-replica", type=int, default=1, show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Page path (default: SWEEP_DIR/capacity.html).")
-def capacity_command(**kw: Any) -> None:
-    """Capacity plan from a sweep: SLO-limited goodput, knee, replicas, cost."""
-    try:
-        plan = capacity_from_flags(kw)
-    except RunError as exc:
-        click.echo(f"zerohop: error: {exc}", err=True)
-        sys.exit(exc.code)
-    from zerohop.planning.capacity_page import write_capacity_report
-
-    sweep_dir: Path = kw["sweep_dir"]
-    (sweep_dir / CAPACITY_JSON).write_text(json.dumps(plan.to_json(), indent=2) + "\n")
-    page = write_capacity_report(plan, kw["out"] or sweep_dir / CAPACITY_HTML)
-    for line in summary_lines(plan):
-        click.echo(line)
-    click.echo(f"capacity page: {page}")
-
-
-def capacity_from_flags(kw: dict[str, Any]) -> CapacityPlan:
-    from zerohop.loadgen.options import parse_slo
-
-    try:
-        slo = parse_slo(kw["slo"])
-        if not slo:
-            raise ValueError("--slo: at least one objective is required")
-        if kw["traffic"] is not None and not kw["traffic"] > 0:
-            raise ValueError("--traffic must be > 0")
-        if not kw["headroom"] >= 0:
-            raise ValueError("--headroom must be ≥ 0")
-        if kw["gpu_cost_per_hour"] is not None and not kw["gpu_cost_per_hour"] > 0:
-            raise ValueError("--gpu-cost-per-hour must be > 0")
-        if kw["gpus_per_replica"] <= 0:
-            raise ValueError("--gpus-per-replica must be > 0")
-        mix = load_mix(kw["mix"]) if kw["mix"] is not None else None
-        mode, points = measure_points(kw["sweep_dir"], slo)
-        if not points:
-            raise ValueError(f"{kw['sweep_dir']}: the sweep has no points")
-    except ValueError as exc:
-        raise RunError(str(exc), EXIT_BAD_INPUT) from None
-    forecast = Forecast(kw["traffic"], kw["headroom"], kw["gpu_cost_per_hour"],
-                        kw["gpus_per_replica"], mix)
-    return plan_capacity(points, slo, forecast, mode)
-
-
-def load_mix(path: Path) -> TrafficMix:
-    try:
-        data = yaml.safe_load(Path(path).read_text("utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"--mix: cannot read {path}: {exc}") from None
-    try:
-        return TrafficMix.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        message = str(err["msg"]).removeprefix("Value error, ")
-        raise ValueError(f"--mix {path}: {where}: {message}") from None
-
-
-def summary_lines(plan: CapacityPlan) -> list[str]:
-    unit = "req/s" if plan.mode == "rate" else "users"
-    op = plan.operating_point
-    lines = []
-    if op is None:
-        lines.append("operating point: none meets the SLOs")
-    else:
-        lines.append(f"operating point: {op.load:g} {unit} · goodput {op.goodput_rps:.3g} "
-                     f"req/s · {op.output_tokens_per_s:.4g} output tok/s per replica")
-    if plan.slo_limited_load_estimate is not None:
-        lines.append(f"SLO-limited load ≈ {plan.slo_limited_load_estimate:.3g} {unit} "
-                     f"(interpolated; limited by {plan.slo_limited_by})")
-    if plan.knee is not None:
-        lines.append(f"knee of the p50 TTFT curve: {plan.knee.load:g} {unit}")
-    if plan.replicas is not None:
-        lines.append(f"replicas for {plan.forecast.peak_qps:g} req/s peak with "
-                     f"{plan.forecast.headroom:.0%} headroom: {plan.replicas}")
-    if plan.cost_per_million_output_tokens is not None:
-        lines.append(f"cost per million output tokens: {plan.cost_per_million_output_tokens:.4g}")
-    lines += [f"note: {n}" for n in plan.notes]
-    return lines

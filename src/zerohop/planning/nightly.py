@@ -4,10 +4,13 @@ exit 1 on a regression.
 
 Noise-aware in two layers, because one short run on a shared machine proves little:
 1. the samples of each side are pooled and compared with the report's own bootstrap
-   machinery (`report.compare.compare_runs`: per-percentile deltas, confidence
+   machinery (`analysis.compare.compare_runs`: per-percentile deltas, confidence
    intervals, relative-threshold presets) — a delta must clear both;
 2. the run-to-run noise band (`noise_band`): a delta inside it, or a candidate whose
    samples all fall where the baseline's did, is "within noise", never better or worse.
+
+This module holds the profile, the run of the samples, the history and the command;
+the judgement is in `nightly_gates`, the pages in `nightly_page`.
 
 History layout: `DIR/history.jsonl` (one entry per nightly), `DIR/runs/<id>/` (the
 sample runs and the pooled comparison page), `DIR/nightly-<id>.html` and
@@ -20,26 +23,41 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-import math
 import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import click
-import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
-from zerohop.cli.main_job import EXIT_BAD_INPUT, RunError, RunPlan, RunResult, run_once
-from zerohop.planning.noise_band import sample_figures_of, spread, within_noise
+from zerohop.core.apis import DEFAULT_API, ApiName
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, RunError
+from zerohop.core.metrics import NIGHTLY_GATES, REQUEST_LATENCIES
+from zerohop.planning.nightly_gates import (
+    GateRow,
+    compare_microbench,
+    compare_samples,
+    gate_status,
+    microbench_medians,
+    sample_figures,
+)
+from zerohop.planning.nightly_page import headline, write_comparison_page, write_nightly_page
+from zerohop.runner.plan import RunPlan
+from zerohop.runner.run_once import RunResult, run_once
 from zerohop.storage.jsonl import without_nan
 
 HISTORY_FILE = "history.jsonl"
-EXIT_PASS, EXIT_REGRESSION = 0, 1
-Status = Literal["baseline", "pass", "regression", "improved"]
 Runner = Callable[[RunPlan], RunResult]
 
 
@@ -51,7 +69,7 @@ class Strict(BaseModel):
 class TargetConfig(Strict):
     host: str | None = Field(default=None, description="Base URL; null = embedded target")
     sim_args: str = Field(default="", description="Embedded target options")
-    api: Literal["openai-chat", "openai-completions", "anthropic"] = "openai-chat"
+    api: ApiName = DEFAULT_API
     model: str = ""
 
 
@@ -74,12 +92,19 @@ class LoadConfig(Strict):
         return self
 
 
-MetricName = Literal["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"]
+def _compared_metric(name: str) -> str:
+    """A metric the comparison judges: one of the catalogue's per-request latencies."""
+    if name not in REQUEST_LATENCIES:
+        raise ValueError(f"{name!r} is not compared (choose from {', '.join(REQUEST_LATENCIES)})")
+    return name
+
+
+MetricName = Annotated[str, AfterValidator(_compared_metric)]
 GateStat = Literal["p50", "p90", "p95", "p99"]
 
 
-def _default_metrics() -> list[MetricName]:
-    return ["ttft_ms", "tpot_ms", "e2e_ms"]
+def _default_metrics() -> list[str]:
+    return list(NIGHTLY_GATES)
 
 
 def _default_stats() -> list[GateStat]:
@@ -135,8 +160,8 @@ def load_config(path: Path) -> NightlyConfig:
         if not workload.is_file():
             raise ValueError(f"--config {path}: load.workloads: {workload} not found")
     if config.load.workloads and not config.load.only:
-        from zerohop.cli.main_job import classes_for
-        from zerohop.loadgen.workload_binding import load_workloads
+        from zerohop.runner.plan import classes_for
+        from zerohop.workloads.inputs import load_workloads
 
         try:
             specs = load_workloads([str(p) for p in config.load.workloads])
@@ -147,23 +172,6 @@ def load_config(path: Path) -> NightlyConfig:
 
 
 # --- one nightly ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GateRow:
-    """One gated (metric, percentile): the pooled bootstrap verdict and the noise band."""
-
-    metric: str
-    stat: str
-    base: float
-    candidate: float
-    delta: float
-    delta_pct: float
-    ci_low: float
-    ci_high: float
-    noise_band: float
-    bootstrap_verdict: str
-    verdict: str  # worse / better / within noise / no data
-
-
 @dataclass
 class NightlyOutcome:
     entry: dict[str, Any]
@@ -206,13 +214,13 @@ def run_nightly(
     else:
         base_dirs = [history_dir / s for s in baseline["samples"]]
         gates, comparison = compare_samples(base_dirs, sample_dirs, config.compare)
-        _write_comparison_page(comparison, run_root / "compare.html")
+        write_comparison_page(comparison, run_root / "compare.html")
         mb_notes, mb_regressed = compare_microbench(
             baseline.get("microbench") or {}, entry["microbench"],
             config.compare.microbench_threshold)
         notes += mb_notes
         entry.update(
-            status=_status(gates, mb_regressed), baseline_id=baseline["id"],
+            status=gate_status(gates, mb_regressed), baseline_id=baseline["id"],
             marked_baseline=False,
             gates=[dataclasses.asdict(g) for g in gates],
             regressions=[f"{g.metric} {g.stat}" for g in gates if g.verdict == "worse"]
@@ -223,7 +231,7 @@ def run_nightly(
     history.append(entry)
     page = write_nightly_page(history_dir, history, entry, gates, baseline)
     return NightlyOutcome(entry, EXIT_REGRESSION if entry["status"] == "regression" else
-                          EXIT_PASS, page)
+                          EXIT_OK, page)
 
 
 def run_samples(config: NightlyConfig, run_root: Path, runner: Runner | None) -> list[Path]:
@@ -266,134 +274,6 @@ def choose_baseline(history: Sequence[dict[str, Any]],
     return chosen[-1] if chosen else None
 
 
-def compare_samples(
-    base_dirs: Sequence[Path], cand_dirs: Sequence[Path], settings: CompareConfig
-) -> tuple[list[GateRow], Any]:
-    """Pooled bootstrap comparison, gated by the run-to-run noise band."""
-    from zerohop.analysis.compare import CompareSettings, compare_runs
-    from zerohop.storage.run_reader import load_run
-
-    base_runs = [load_run(d) for d in base_dirs]
-    cand_runs = [load_run(d) for d in cand_dirs]
-    comparison = compare_runs(
-        pool_runs(base_runs, "baseline"), pool_runs(cand_runs, "candidate"),
-        CompareSettings(threshold=settings.threshold, n_boot=settings.n_boot,
-                        confidence=settings.confidence), layer=False)
-    workload = comparison.workloads[-1]  # "all" (or the only workload)
-    rows = []
-    for metric in workload.metrics:
-        if metric.metric not in settings.metrics:
-            continue
-        for row in metric.rows:
-            if row.stat not in settings.stats:
-                continue
-            base = sample_figures_of(base_runs, metric.metric, row.stat)
-            cand = sample_figures_of(cand_runs, metric.metric, row.stat)
-            band = max(spread(base), spread(cand))
-            verdict = row.verdict
-            if verdict in ("worse", "better") and within_noise(row.delta, base, cand, band):
-                verdict = "within noise"
-            rows.append(GateRow(metric.metric, row.stat, row.base, row.candidate, row.delta,
-                                row.delta_pct, row.ci_low, row.ci_high, band, row.verdict,
-                                verdict))
-    return rows, comparison
-
-
-def pool_runs(runs: Sequence[Any], label: str) -> Any:
-    """Several samples as one RunData (requests concatenated, ITL offsets shifted)."""
-    import pandas as pd
-
-    from zerohop.analysis.run_data import ItlColumn, RunData
-
-    frames = [r.requests for r in runs]
-    pooled = pd.concat(frames, ignore_index=True)
-    for column in frames[0].columns:
-        if isinstance(frames[0][column].dtype, pd.CategoricalDtype):
-            pooled[column] = pooled[column].astype(object).astype("category")
-    values = np.concatenate([r.itl.values for r in runs])
-    offsets = [np.array([0], dtype=np.int64)]
-    shift = 0
-    for r in runs:
-        offsets.append(r.itl.offsets[1:] + shift)
-        shift += int(r.itl.offsets[-1])
-    first = runs[0]
-    manifest = dict(first.manifest, run_id=f"{label} ({len(runs)} samples)")
-    return RunData(
-        run_dir=first.run_dir, manifest=manifest, requests=pooled,
-        itl=ItlColumn(values=values, offsets=np.concatenate(offsets)),
-        telemetry=first.telemetry.iloc[0:0], microbench=None,
-        requests_source=first.requests_source, notes=[],
-    )
-
-
-def _status(gates: Sequence[GateRow], microbench_regressed: bool) -> Status:
-    verdicts = {g.verdict for g in gates}
-    if "worse" in verdicts or microbench_regressed:
-        return "regression"
-    return "improved" if "better" in verdicts else "pass"
-
-
-# --- figures kept in the history ----------------------------------------------------------
-def sample_figures(dirs: Sequence[Path], metrics: Sequence[str]) -> dict[str, Any]:
-    """Per metric: pooled p50/p90/p99 and each sample's p50 (for the trend charts)."""
-    from zerohop.analysis.compare import ok_values
-    from zerohop.analysis.summary import ALL_WORKLOADS
-    from zerohop.storage.run_reader import load_run
-
-    runs = [load_run(d) for d in dirs]
-    out: dict[str, Any] = {}
-    for metric in metrics:
-        per = [ok_values(r, ALL_WORKLOADS, metric) for r in runs]
-        pooled = np.concatenate(per) if per else np.array([])
-        out[metric] = {
-            "n": int(pooled.size),
-            **{f"p{q}": float(np.percentile(pooled, q)) if pooled.size else None
-               for q in (50, 90, 99)},
-            "sample_p50": [float(np.percentile(v, 50)) if v.size else None for v in per],
-        }
-    ok = sum(int((r.requests["outcome"] == "ok").sum()) for r in runs)
-    total = sum(len(r.requests) for r in runs)
-    out["error_pct"] = 100.0 * (total - ok) / total if total else None
-    return out
-
-
-def microbench_medians(dirs: Sequence[Path]) -> dict[str, dict[str, Any]]:
-    """`benchmark.metric` → {median, unit} from the samples' microbench.json (if any)."""
-    out: dict[str, dict[str, Any]] = {}
-    for d in dirs:
-        path = d / "microbench.json"
-        if not path.is_file():
-            continue
-        try:
-            doc = json.loads(path.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        for bench, body in (doc.get("benchmarks") or {}).items():
-            for name, stat in ((body or {}).get("metrics") or {}).items():
-                median = stat.get("median", stat.get("p50")) if isinstance(stat, dict) else None
-                if isinstance(median, int | float) and math.isfinite(median):
-                    out[f"{bench}.{name}"] = {"median": float(median), "unit": stat.get("unit")}
-    return out
-
-
-def compare_microbench(base: dict[str, Any], cand: dict[str, Any],
-                       threshold: float) -> tuple[list[str], bool]:
-    """Medians of thousands of GPU samples: a move beyond the threshold in the worse
-    direction (higher for times, lower for rates) counts."""
-    notes, regressed = [], False
-    for key in sorted(set(base) & set(cand)):
-        b, c = base[key]["median"], cand[key]["median"]
-        if not b:
-            continue
-        change = (c - b) / abs(b)
-        higher_is_better = key.endswith(("_gbps", "_per_s"))
-        worse = change < -threshold if higher_is_better else change > threshold
-        if worse:
-            regressed = True
-            notes.append(f"microbench {key}: {b:.4g} → {c:.4g} ({change:+.1%})")
-    return notes, regressed
-
-
 # --- history -----------------------------------------------------------------------------
 def read_history(history_dir: Path) -> list[dict[str, Any]]:
     path = Path(history_dir) / HISTORY_FILE
@@ -423,103 +303,6 @@ def _new_id(history: Sequence[dict[str, Any]]) -> str:
     return f"{len(history) + 1:04d}-{stamp}"
 
 
-# --- pages ---------------------------------------------------------------------------------
-def write_nightly_page(history_dir: Path, history: Sequence[dict[str, Any]],
-                       entry: dict[str, Any], gates: Sequence[GateRow],
-                       baseline: dict[str, Any] | None) -> Path:
-    """`nightly-<id>.html` (and a copy as `latest.html`): verdict, gates, trends."""
-    from zerohop.report.render import render_page, write_atomically
-
-    context, charts = nightly_page(history, entry, gates, baseline)
-    html = render_page("nightly.html.j2", context, charts)
-    page = write_atomically(Path(history_dir) / f"nightly-{entry['id']}.html", html)
-    write_atomically(Path(history_dir) / "latest.html", html)
-    return page
-
-
-def nightly_page(history: Sequence[dict[str, Any]], entry: dict[str, Any],
-                 gates: Sequence[GateRow], baseline: dict[str, Any] | None
-                 ) -> tuple[dict[str, Any], list[Any]]:
-    from zerohop.report import formatting as fmt
-    from zerohop.report.charts import Chart, Series
-
-    same = [e for e in history if e.get("profile") == entry["profile"]]
-    x = np.arange(1, len(same) + 1, dtype=float)
-    charts = []
-    metrics = [m for m in (entry.get("figures") or {}) if m.endswith("_ms")]
-    for metric in metrics:
-        def column(key: str, metric: str = metric) -> np.ndarray:
-            return np.array([_num((e.get("figures") or {}).get(metric, {}).get(key))
-                             for e in same])
-        series = [Series("p50 (pooled)", column("p50")), Series("p90 (pooled)", column("p90"))]
-        width = max((len((e.get("figures") or {}).get(metric, {}).get("sample_p50") or [])
-                     for e in same), default=0)
-        for i in range(width):
-            series.append(Series(f"sample {i + 1} p50", np.array(
-                [_num(_at((e.get("figures") or {}).get(metric, {}).get("sample_p50"), i))
-                 for e in same]), "points"))
-        marks = np.array([_num((e.get("figures") or {}).get(metric, {}).get("p50"))
-                          if e.get("status") == "regression" else math.nan for e in same])
-        if np.isfinite(marks).any():
-            series.append(Series("regression", marks, "points"))
-        charts.append(Chart(chart_id=f"chart-trend-{metric}", title=f"{metric} over the history",
-                            kind="xy", x=x, series=series, x_label="nightly #", y_label="ms"))
-    rows = [{
-        "metric": g.metric, "stat": g.stat, "base": fmt.ms(g.base),
-        "candidate": fmt.ms(g.candidate), "delta": fmt.signed_ms(g.delta),
-        "delta_pct": fmt.signed_pct(g.delta_pct),
-        "ci": f"[{fmt.signed_ms(g.ci_low)}, {fmt.signed_ms(g.ci_high)}]",
-        "band": fmt.ms(g.noise_band), "bootstrap": g.bootstrap_verdict, "verdict": g.verdict,
-    } for g in gates]
-    history_rows = [{
-        "id": e["id"], "created_at": e.get("created_at", ""), "status": e.get("status", ""),
-        "baseline": e.get("baseline_id") or ("(marked)" if e.get("marked_baseline") else "—"),
-        "label": e.get("label") or "",
-        "regressions": ", ".join(e.get("regressions") or []) or "—",
-    } for e in reversed(same)]
-    status = entry["status"]
-    context = {
-        "title": f"zerohop nightly — {entry['profile']}",
-        "generated_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "status": status,
-        "overall": {"regression": "fail", "pass": "ok", "improved": "ok",
-                  "baseline": "none"}[status],
-        "headline": _headline(entry),
-        "baseline_id": baseline["id"] if baseline else "—",
-        "samples": entry["samples"],
-        "gates": rows,
-        "notes": entry.get("notes") or [],
-        "compare_link": f"runs/{entry['id']}/compare.html" if baseline else "",
-        "history": history_rows,
-        "charts": [c.chart_id for c in charts],
-        "chart_titles": {c.chart_id: c.title for c in charts},
-    }
-    return context, charts
-
-
-def _headline(entry: dict[str, Any]) -> str:
-    status = entry["status"]
-    if status == "baseline":
-        return "baseline recorded (nothing to compare with)"
-    if status == "regression":
-        return "REGRESSION: " + ", ".join(entry.get("regressions") or [])
-    return "no regression" + (" (improved)" if status == "improved" else "")
-
-
-def _num(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) else math.nan
-
-
-def _at(values: Any, i: int) -> Any:
-    return values[i] if isinstance(values, list) and i < len(values) else None
-
-
-def _write_comparison_page(comparison: Any, out: Path) -> None:
-    from zerohop.report.build import write_comparison
-
-    write_comparison([comparison], out)
-
-
 # --- the command -----------------------------------------------------------------------
 @click.command("nightly")
 @click.option("--config", "config_path", required=True, type=click.Path(path_type=Path),
@@ -544,7 +327,7 @@ def nightly_command(config_path: Path, history_dir: Path, set_baseline: bool,
         click.echo(f"zerohop: error: {exc}", err=True)
         sys.exit(exc.code)
     entry = outcome.entry
-    click.echo(f"nightly {entry['id']}: {_headline(entry)}")
+    click.echo(f"nightly {entry['id']}: {headline(entry)}")
     for gate in entry.get("gates") or []:
         if gate["verdict"] != "within noise":
             click.echo(f"  {gate['metric']} {gate['stat']}: {gate['base']} → "

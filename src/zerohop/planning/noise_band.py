@@ -12,19 +12,15 @@ better or worse, however its pooled figures happen to land.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-import numpy as np
+from zerohop.analysis.run_summary import RunSummary
 
 
-def sample_figures_of(runs: Sequence[Any], metric: str, stat: str) -> list[float]:
-    """One percentile (`stat`: "p50", "p90", ...) of `metric` in each sample run."""
-    from zerohop.analysis.compare import ok_values
-    from zerohop.analysis.summary import ALL_WORKLOADS
-
-    q = float(stat[1:])
-    return [float(np.percentile(v, q)) for r in runs
-            if (v := ok_values(r, ALL_WORKLOADS, metric)).size]
+def sample_figures_of(samples: Sequence[RunSummary], metric: str, stat: str) -> list[float]:
+    """One percentile (`stat`: "p50", "p90", ...) of `metric` in each sample's summary
+    (samples without a value left out)."""
+    dists = [s.total.latency[metric] for s in samples]
+    return [d.get(stat) for d in dists if d.n]
 
 
 def spread(figures: Sequence[float]) -> float:

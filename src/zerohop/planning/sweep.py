@@ -8,7 +8,7 @@ throughput stops following the offered load, p99 TTFT explodes relative to the
 lightest point, or errors appear (`SaturationRule`).
 
 The search (`AutoSearch`) and the judgement (`judge_saturation`) are pure; only
-`run_sweep` starts runs (through `main_job.run_once`, injectable for tests).
+`run_sweep` starts runs (through `runner.run_once`, injectable for tests).
 """
 
 from __future__ import annotations
@@ -29,16 +29,10 @@ from typing import Any, Literal
 
 import click
 
-from zerohop.cli.main_job import (
-    CLASS_NAMES,
-    EXIT_BAD_INPUT,
-    RunError,
-    RunPlan,
-    RunResult,
-    classes_for,
-    parse_duration,
-    run_once,
-)
+from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
+from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration
+from zerohop.runner.run_once import RunResult, run_once
 
 INDEX_FILE = "index.json"
 INDEX_SCHEMA = "zerohop.planning.sweep"
@@ -189,22 +183,21 @@ def judge_saturation(
 def summarise_point(
     run_dir: Path, sweep_dir: Path, load: float, mode: Mode, phase: Phase
 ) -> PointSummary:
-    """The figures of one finished run, computed by the report's own analysis."""
-    from zerohop.analysis.slo import good_mask
-    from zerohop.analysis.summary import summarise_workloads
+    """The figures of one finished run, computed by the report's own analysis. Offered
+    and achieved load share its measured window: the arrivals (sent or dropped) and the
+    ok requests that ended inside it, over the same seconds."""
+    from zerohop.analysis.run_summary import summarise_run
     from zerohop.storage.run_reader import load_run
 
     run = load_run(run_dir)
-    manifest = run.manifest
-    duration = (manifest.get("load") or {}).get("duration_s") or manifest.get("duration_s")
-    good = good_mask(run.requests, run.itl, [])
-    total = summarise_workloads(run.requests, run.itl, good, fallback_window_s=duration)
-    row = total[-1] if total else None
-    counters = manifest.get("counters") or {}
+    summary = summarise_run(run, slos={})
+    row = summary.total if summary.total.requests else None
+    counters = run.manifest.get("counters") or {}
     sent = int(counters.get("sent", len(run.requests)))
+    seconds = summary.window.duration_s
     offered = math.nan
-    if mode == "rate" and duration:
-        offered = (sent + int(counters.get("dropped_arrivals", 0))) / float(duration)
+    if mode == "rate" and seconds > 0:
+        offered = (sent + int(counters.get("dropped_arrivals", 0))) / seconds
 
     def stat(metric: str, name: str) -> float:
         dist = row.latency.get(metric) if row else None
@@ -359,8 +352,7 @@ def _json_number(value: Any) -> Any:
 # --- the command ---------------------------------------------------------------------------
 @click.command("sweep")
 @click.option("--host", default=None, help="Target base URL (default: the embedded target).")
-@click.option("--api", type=click.Choice(["openai-chat", "openai-completions", "anthropic"]),
-              default="openai-chat", show_default=True)
+@click.option("--api", type=click.Choice(API_NAMES), default=DEFAULT_API, show_default=True)
 @click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
               help="Workload YAML file (repeatable).")
 @click.option("--only", "classes", multiple=True, type=click.Choice(CLASS_NAMES),
@@ -406,7 +398,7 @@ def sweep_command(**kw: Any) -> None:
 
 def plan_from_flags(kw: dict[str, Any]) -> SweepPlan:
     """Validate the flags into a plan; RunError (exit 2) names the bad flag."""
-    from zerohop.loadgen.workload_binding import load_workloads
+    from zerohop.workloads.inputs import load_workloads
 
     try:
         chosen = [k for k in ("rates", "users_list", "auto") if kw.get(k)]

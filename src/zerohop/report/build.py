@@ -12,12 +12,11 @@ from zerohop.analysis.alerts import AlertRule, load_rules
 from zerohop.analysis.compare import CompareSettings, Comparison, compare_runs
 from zerohop.analysis.run_analysis import AnalysisSettings, analyse_run
 from zerohop.analysis.run_data import ReportInputError
+from zerohop.core.layout import REPORT_FILE
 from zerohop.report.present import report_page
 from zerohop.report.present_compare import comparison_page
 from zerohop.report.render import render_page, write_atomically
 from zerohop.storage.run_reader import load_run
-
-REPORT_FILE = "report.html"
 
 AlertRuleInput = str | Mapping[str, Any] | AlertRule
 

@@ -15,8 +15,8 @@ from typing import NoReturn, TypeVar
 
 import click
 
-EXIT_BAD_INPUT = 2
-EXIT_WORSE = 1
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_REGRESSION
+
 T = TypeVar("T")
 
 
@@ -154,7 +154,7 @@ def compare_command(
     click.echo(f"comparison written: {path}")
     worse = any(v in ("worse", "mixed") for c in comparisons for v in c.verdicts.values())
     if fail_on_worse and worse:
-        sys.exit(EXIT_WORSE)
+        sys.exit(EXIT_REGRESSION)
 
 
 def _or_exit(action: Callable[[], T]) -> T:

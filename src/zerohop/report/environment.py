@@ -2,46 +2,18 @@
 
 The run already redacts secrets in manifest.json; the report does it a second time
 because a report is shared further than a results folder, and one missed key in a
-producer must not become a leaked credential in a page mailed to a whole team.
+producer must not become a leaked credential in a page mailed to a whole team. Both
+passes apply the one rule of `zerohop.core.redaction`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-REDACTED = "***"
+from zerohop.core.redaction import redact
 
-# Whole-key (or key-suffix) names that hold secrets. `max_tokens` and
-# `input_tokens` are counts, not secrets, so "token" must be a whole segment.
-_SECRET_KEY = re.compile(
-    r"(^|[_\-.])(api[_\-]?key|apikey|secret|secret[_\-]?key|password|passwd|pwd|"
-    r"authorization|auth|cookie|credentials?|token|access[_\-]?token|private[_\-]?key|"
-    r"session[_\-]?id|bearer)$",
-    re.IGNORECASE,
-)
-# Values that are secrets whatever their key.
-_SECRET_VALUE = re.compile(
-    r"^(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]+|(bearer|basic)\s+\S+|hf_[A-Za-z0-9]{10,})$",
-    re.IGNORECASE,
-)
-_URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.\-]*://)(?P<userinfo>[^/@\s]+)@", re.I)
-
-
-def redact(value: Any, key: str = "") -> Any:
-    """A deep copy of `value` with secret-looking keys and values replaced by ***."""
-    if key and _SECRET_KEY.search(key):
-        return REDACTED if value not in (None, "", REDACTED) else value
-    if isinstance(value, Mapping):
-        return {str(k): redact(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
-    if isinstance(value, str):
-        if _SECRET_VALUE.match(value.strip()):
-            return REDACTED
-        return _URL_USERINFO.sub(lambda m: f"{m['scheme']}{REDACTED}@", value)
-    return value
+__all__ = ["environment_rows", "flatten", "redact"]
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:

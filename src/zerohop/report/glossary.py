@@ -1,60 +1,40 @@
 """Definitions of every figure the report shows, in the words of the metric contract.
 
-Telemetry definitions come from `zerohop.telemetry.GLOSSARY` when that package is
-installed (it owns them); the fallbacks below keep the page complete without it.
+Request metrics are defined in the metric catalogue (`core.metrics`), telemetry in
+`telemetry.canonical.GLOSSARY` (the module that maps server names onto them); this
+module adds the report's other terms and puts them in the page's order.
 """
 
 from __future__ import annotations
-
-import importlib
-from collections.abc import Mapping
 
 from zerohop.analysis.fidelity import (
     LOADGEN_CPU_LIMIT_PCT,
     LOOP_LAG_P99_LIMIT_MS,
     SCHEDULE_LAG_P99_LIMIT_MS,
 )
+from zerohop.core.metrics import CATALOGUE
+from zerohop.telemetry.canonical import GLOSSARY as TELEMETRY_GLOSSARY
 
-REQUEST_GLOSSARY: dict[str, str] = {
-    "ttft_ms": "Time to first token: actual send → first event that carries generated content "
-    "(OpenAI: first non-empty delta.content/reasoning_content/text; Anthropic: first "
-    "content_block_delta). Role-only chunks, message_start and ping do not count.",
-    "tpot_ms": "Time per output token: (e2e − ttft) ÷ (output_tokens − 1), only where "
-    "output_tokens ≥ 2.",
-    "itl_ms": "Inter-token latency: gaps between consecutive content events, pooled across all "
-    "ok requests for percentiles; tokens_per_event shows multi-token chunks. Comparison "
-    "intervals for ITL treat gaps as independent, so they are optimistic.",
+REQUEST_GLOSSARY: dict[str, str] = {m.glossary_term: m.description for m in CATALOGUE}
+REQUEST_GLOSSARY |= {
     "tokens_per_read": "Content events per socket read. Events that arrive in one read share "
     "its timestamp, so each extra one adds an ITL gap of exactly 0 ms: batched delivery (by the "
     "server, a proxy, or a late read), not a token that took no time. Where there are such "
     "gaps the report adds \"ITL between reads\", which leaves them out.",
-    "e2e_ms": "End to end: actual send → stream terminator ([DONE] / message_stop).",
-    "schedule_lag_ms": "sent − scheduled, for open-loop runs: how late the client sent.",
-    "ttft_from_schedule_ms": "TTFT measured from the scheduled time: the coordinated-omission-"
-    "aware figure.",
-    "e2e_from_schedule_ms": "E2E measured from the scheduled time (coordinated-omission aware).",
-    "input_tokens / output_tokens": "From the server's usage fields when sent, otherwise "
-    "counted (token_source says which).",
     "prompt_token_source": "How the prompt was sized: tokenize (the target's /tokenize), "
     "usage (calibrated on its usage.prompt_tokens), estimate (its usage was unusable: the "
     "embedded target's rule), token_ids (exact by construction).",
-    "counted_output_tokens": "The client's own count of the answer: content events × tokens "
-    "per event, shown beside the server's usage in Token counts.",
     "percentiles": "p50, p90, p95, p99, p99.9 plus mean/min/max, computed from the exact "
     "records with linear interpolation — never Locust's rounded buckets. Only requests with "
     "outcome ok contribute latency figures; errors are counted separately.",
     "requests": "Attempts recorded for the workload (retries are separate attempts).",
-    "error %": "Attempts whose outcome is not ok ÷ all attempts.",
-    "measured window": "First send (or scheduled start) → last stream end of the workload's "
-    "requests; the manifest's duration when records carry no timestamps.",
-    "req/s": "ok requests ÷ measured window.",
-    "input / output tokens/s": "Input (prompt) and output tokens of ok requests ÷ measured window.",
-    "goodput": "Requests meeting every SLO ÷ measured window. A request meets an SLO such as "
-    "ttft_p99_ms=500 when its own value is ≤ 500 ms (no TPOT — one token — passes the TPOT "
-    "objective; for ITL the request's largest gap must meet it); only ok requests can be good.",
-    "good_fraction": "Requests meeting every SLO ÷ all attempts (errors count in the denominator).",
+    "measured window": "The one interval every rate of the run is divided by: the load's "
+    "duration as the manifest records it (set-up and drain left out), from the run's first "
+    "arrival; a request counts towards the rates when it ended inside it. Only a manifest "
+    "without that duration falls back to the records' span (first arrival → last end).",
     "SLO met": "An objective key names metric, statistic and unit: ttft_p99_ms=500 is met when "
-    "the run's p99 TTFT over ok requests is ≤ 500 ms.",
+    "the run's p99 TTFT over ok requests is ≤ 500 ms; the statistic may be any percentile "
+    "(p99.9), mean or max, and ttft_ms=500 alone means every request (max).",
     "outcome": "ok, connect_error, timeout_ttft, timeout_total, stall, http_<code>, "
     "stream_error:<type>, incomplete_stream, protocol_error, cancelled. A stream without its "
     "terminator is never ok.",
@@ -99,53 +79,12 @@ REQUEST_GLOSSARY: dict[str, str] = {
     "server per request the users made (1 = no extra attempts).",
     "logical success rate": "Logical requests whose final outcome is ok ÷ finished logical "
     "requests; compared with a normal-approximation interval on the difference.",
-    "logical E2E": "First attempt's send → the final attempt's end, retries and backoff waits "
-    "included, over every finished logical request (answered or not).",
     "answered by": "Share of the answered logical requests that each model answered (the "
     "workload's own model or a fallback).",
 }
 
-TELEMETRY_FALLBACK: dict[str, str] = {
-    "queue_depth": "Requests waiting in the server's queue (gauge, per scrape).",
-    "running_requests": "Requests in the running batch (gauge, per scrape).",
-    "kv_cache_usage_frac": "Fraction of the KV cache in use, 0–1 (gauge).",
-    "server_ttft_p50_s": "Server-side TTFT p50 over the scrape interval, from histogram "
-    "bucket deltas (s).",
-    "server_ttft_p99_s": "Server-side TTFT p99 over the scrape interval, from histogram "
-    "bucket deltas (s).",
-    "prompt_tokens_per_s": "Prompt tokens processed per second (counter rate).",
-    "generation_tokens_per_s": "Tokens generated per second (counter rate).",
-    "preemptions_per_s": "Sequences preempted per second (counter rate).",
-    "gpu_sm_util_pct": "NVML GPU utilisation: % of the sample period a kernel was running.",
-    "gpu_mem_util_pct": "NVML memory-controller utilisation, %.",
-    "gpu_mem_used_bytes": "GPU memory in use, bytes.",
-    "gpu_mem_total_bytes": "GPU memory installed, bytes.",
-    "gpu_power_w": "Instantaneous board power, W.",
-    "gpu_temp_c": "GPU temperature, °C.",
-    "gpu_sm_clock_mhz": "SM clock, MHz.",
-    "pcie_rx_bytes_per_s": "PCIe bytes received by the GPU per second (NVML counter).",
-    "pcie_tx_bytes_per_s": "PCIe bytes sent by the GPU per second (NVML counter).",
-    "loadgen_cpu_pct": "Load-generator process CPU, % of one core.",
-    "loadgen_rss_bytes": "Load-generator resident memory, bytes.",
-    "loadgen_loop_lag_ms": "Load-generator event-loop lag: how late a timer fired, ms.",
-    "gap": "A sampler lost its source for a while; the reason is recorded.",
-}
-
 
 def glossary_entries() -> list[tuple[str, str]]:
-    """(term, definition) for the page: request metrics, then telemetry."""
-    telemetry = dict(TELEMETRY_FALLBACK)
-    telemetry.update(_telemetry_glossary())
-    return list(REQUEST_GLOSSARY.items()) + sorted(telemetry.items())
-
-
-def _telemetry_glossary() -> Mapping[str, str]:
-    """The telemetry package's own definitions, when it is there."""
-    try:
-        module = importlib.import_module("zerohop.telemetry")
-    except ImportError:
-        return {}
-    glossary = getattr(module, "GLOSSARY", None)
-    if not isinstance(glossary, Mapping):
-        return {}
-    return {str(k): str(v) for k, v in glossary.items()}
+    """(term, definition) for the page: request metrics and the report's terms, then
+    every canonical telemetry metric in name order."""
+    return list(REQUEST_GLOSSARY.items()) + sorted(TELEMETRY_GLOSSARY.items())

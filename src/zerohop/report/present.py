@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 
 from zerohop.analysis.correlation import PairResult
-from zerohop.analysis.policy import policy_section
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.analysis.token_counts import TokenCounts, token_count_section
+from zerohop.analysis.token_counts import TokenCounts
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart, joined
 from zerohop.report.environment import environment_rows, redact
@@ -30,12 +29,14 @@ from zerohop.report.present_latency import (
     latency_table,
     throughput_table,
 )
+from zerohop.report.present_policy import policy_section
 from zerohop.report.present_timeseries import (
     FIDELITY_GROUP,
     lane_chart,
     time_chart,
     timeseries_section,
 )
+from zerohop.report.present_token_counts import token_count_section
 
 __all__ = ["METRIC_TITLES", "Page", "report_page"]
 

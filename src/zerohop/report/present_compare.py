@@ -9,6 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from zerohop.analysis.compare import (
+    COMPARED_METRICS,
+    ERROR_RATE,
+    LOGICAL_METRIC,
+    OK_RATE,
     Comparison,
     LogicalComparison,
     MetricComparison,
@@ -17,6 +21,7 @@ from zerohop.analysis.compare import (
     WorkloadComparison,
 )
 from zerohop.analysis.policy import PolicySummary
+from zerohop.core.metrics import METRICS
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, joined
 from zerohop.report.glossary import REQUEST_GLOSSARY
@@ -29,16 +34,13 @@ COMPARE_GLOSSARY_TERMS: tuple[str, ...] = (
     "bootstrap interval",
     "layer budget",
     "percentiles",
-    "ttft_ms",
-    "tpot_ms",
-    "itl_ms",
-    "e2e_ms",
-    "error %",
-    "req/s",
+    *(METRICS[name].glossary_term for name in COMPARED_METRICS),
+    ERROR_RATE.glossary_term,
+    OK_RATE.glossary_term,
     "logical request",
     "amplification",
     "logical success rate",
-    "logical E2E",
+    METRICS[LOGICAL_METRIC].glossary_term,
     "answered by",
 )
 
@@ -330,7 +332,7 @@ def _workload_block(
 
 def _rate_text(name: str, value: float, *, signed: bool = False) -> str:
     """Error rates in percent (deltas in percentage points), throughput in req/s."""
-    if name == "error %":
+    if name == ERROR_RATE.title:
         if signed and math.isfinite(value):
             return f"{value:+.2f} pp"
         return fmt.pct(value, 2)

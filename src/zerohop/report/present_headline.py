@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from zerohop.analysis.run_analysis import RunAnalysis
+from zerohop.core.metrics import REQUEST_LATENCIES, title
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.present_latency import ITL_BETWEEN_READS
@@ -115,9 +116,8 @@ def headline_figures(analysis: RunAnalysis) -> list[dict[str, str]]:
         },
     ]
     delivery = next((r for r in analysis.reads if r.workload == total.workload), None)
-    for metric, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"),
-                          ("e2e_ms", "E2E")):
-        dist = total.latency.get(metric)
+    for metric in REQUEST_LATENCIES:
+        dist, label = total.latency.get(metric), title(metric)
         if metric == "itl_ms" and delivery is not None and delivery.same_read_gaps:
             dist, label = delivery.between_reads, ITL_BETWEEN_READS
         if dist is None or dist.n == 0:

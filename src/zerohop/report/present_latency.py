@@ -11,17 +11,11 @@ from zerohop.analysis.quantiles import PERCENTILE_NAMES, Distribution
 from zerohop.analysis.reads import ReadDelivery
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import ALL_WORKLOADS
+from zerohop.core.metrics import CATALOGUE
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart, joined
 
-METRIC_TITLES: dict[str, str] = {
-    "ttft_ms": "TTFT",
-    "tpot_ms": "TPOT",
-    "itl_ms": "ITL",
-    "e2e_ms": "E2E",
-    "ttft_from_schedule_ms": "TTFT from schedule",
-    "e2e_from_schedule_ms": "E2E from schedule",
-}
+METRIC_TITLES: dict[str, str] = {m.name: m.title for m in CATALOGUE}
 ITL_EVERY_GAP = "ITL (every gap)"
 ITL_BETWEEN_READS = "ITL between reads"
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from zerohop.analysis.run_analysis import RunAnalysis, TimeSeriesData
+from zerohop.core.metrics import CATALOGUE, window_column
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.legend import brief_names
@@ -90,16 +91,17 @@ def timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, 
         ],
     )
     section_charts.append(add_chart(charts, load))
-    for metric, title in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E")):
-        columns = [c for c in data.latency.columns if c.startswith(f"{metric}_p")]
+    for metric in (m for m in CATALOGUE if m.window_stats):
+        columns = [(stat, window_column(metric.name, stat)) for stat in metric.window_stats]
         series = [
-            Series(c.removeprefix(f"{metric}_").removesuffix("_ms"), data.latency[c].to_numpy())
-            for c in columns
-            if np.isfinite(data.latency[c].to_numpy()).any()
+            Series(stat, data.latency[c].to_numpy())
+            for stat, c in columns
+            if c in data.latency.columns and np.isfinite(data.latency[c].to_numpy()).any()
         ]
         if series:
             chart = time_chart(
-                f"latency-{metric}", f"{title} percentiles per window", x, x_range, "ms", series
+                f"latency-{metric.stem}", f"{metric.title} percentiles per window", x, x_range,
+                "ms", series,
             )
             section_charts.append(add_chart(charts, chart))
     lanes_charts = []

@@ -26,7 +26,7 @@ from zerohop.sim.api_shapes import (
     models_body,
 )
 from zerohop.sim.config import SimConfig
-from zerohop.sim.engine import Engine, EngineError
+from zerohop.sim.engine import Engine
 from zerohop.sim.engine_stats import engine_stats
 from zerohop.sim.faults import FAULT_HEADER, FaultPlan, FaultSpec, parse_fault_header
 from zerohop.sim.ground_truth import GroundTruthLog
@@ -34,6 +34,7 @@ from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from zerohop.sim.metrics import render_metrics
+from zerohop.sim.sequence import EngineError
 from zerohop.sim.streams import (
     BufferedResponse,
     ResponseContext,

@@ -1,20 +1,18 @@
-"""`zerohop sim` and `zerohop proxy`: the embedded target and the layer under test."""
+"""`zerohop sim`: the embedded target (with `--layer`, the layer proxy in front of it,
+started as its own process)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 import click
 
+from zerohop.core.exit_codes import EXIT_BAD_INPUT
 from zerohop.sim.config import ConfigError, load_config
-
-EXIT_BAD_INPUT = 2
+from zerohop.sim.http_server import run_server
 
 
 @click.command(name="sim", context_settings={"help_option_names": ["-h", "--help"]})
@@ -114,7 +112,7 @@ def sim_command(
     from zerohop.sim.app import serve
 
     if not layer:
-        _run(serve(config, port_file))
+        run_server(serve(config, port_file))
         return
     proxy_args = [
         "--per-request-ms",
@@ -127,7 +125,7 @@ def sim_command(
     ]
     if layer_reserialise:
         proxy_args.append("--reserialise")
-    _run(_serve_with_layer(config, port_file, layer_port or 0, proxy_args))
+    run_server(_serve_with_layer(config, port_file, layer_port or 0, proxy_args))
 
 
 async def _serve_with_layer(
@@ -153,85 +151,3 @@ async def _serve_with_layer(
         await server
     finally:
         proxy.stop()
-
-
-@click.command(name="proxy", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--upstream", required=True, help="Engine URL, e.g. http://127.0.0.1:8000")
-@click.option("--host", default="127.0.0.1")
-@click.option("--port", type=int, default=8001)
-@click.option("--port-file", type=click.Path(path_type=Path), default=None)
-@click.option(
-    "--per-request-ms",
-    type=float,
-    default=0.0,
-    help="Async wait per request (a policy lookup, a remote call).",
-)
-@click.option(
-    "--cpu-ms",
-    type=float,
-    default=0.0,
-    help="Busy CPU work per request (blocks the proxy's loop, like Python code).",
-)
-@click.option("--parse/--no-parse", default=True, help="json-decode the request body.")
-@click.option(
-    "--reserialise",
-    is_flag=True,
-    default=False,
-    help="Re-encode the body after the policy step (implies --parse).",
-)
-@click.option(
-    "--max-concurrency",
-    type=int,
-    default=0,
-    help="Requests forwarded at once; more wait in a queue (0 = unlimited).",
-)
-def proxy_command(
-    upstream: str,
-    host: str,
-    port: int,
-    port_file: Path | None,
-    per_request_ms: float,
-    cpu_ms: float,
-    parse: bool,
-    reserialise: bool,
-    max_concurrency: int,
-) -> None:
-    """Run the orchestrator layer: a real extra HTTP hop in front of an engine."""
-    from zerohop.layer.proxy import LayerConfig, serve_proxy
-
-    try:
-        layer = LayerConfig(
-            upstream=upstream,
-            host=host,
-            port=port,
-            per_request_ms=per_request_ms,
-            cpu_ms=cpu_ms,
-            parse=parse or reserialise,
-            reserialise=reserialise,
-            max_concurrency=max_concurrency,
-        )
-    except ValueError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    _run(serve_proxy(layer, port_file))
-
-
-def _run(main: Coroutine[Any, Any, None]) -> None:
-    """Run with uvloop when importable; SIGTERM/SIGINT end the run cleanly."""
-    try:
-        import uvloop
-
-        runner: Any = uvloop.run
-    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-        runner = asyncio.run
-
-    async def guarded() -> None:
-        task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, task.cancel if task else lambda: None)
-        with contextlib.suppress(asyncio.CancelledError):
-            await main
-
-    runner(guarded())

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import socket
 import struct
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
 MAX_HEADER_BYTES = 64 * 1024
@@ -137,6 +138,28 @@ async def listen(handler: RequestHandler, host: str, port: int, port_file: Path 
         tmp.write_text(str(bound))
         tmp.replace(port_file)
     return server, bound
+
+
+def run_server(main: Coroutine[Any, Any, None]) -> None:
+    """A server process's main: run `main` (which listens until cancelled) with uvloop
+    when importable; SIGTERM/SIGINT end the run cleanly."""
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        runner = asyncio.run
+
+    async def guarded() -> None:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, task.cancel if task else lambda: None)
+        with contextlib.suppress(asyncio.CancelledError):
+            await main
+
+    runner(guarded())
 
 
 def response_head(status: int, headers: list[tuple[bytes, bytes]]) -> bytes:

@@ -3,7 +3,7 @@
     with start_sim(["--gpu", "h100-sxm", "--model", "llama-3-8b"]) as sim:
         client = OpenAI(base_url=sim.url + "/v1", api_key="x")
 
-The child is `python -m zerohop.sim ...` (or `-m zerohop.layer.proxy`) with the same
+The child is `python -m zerohop.sim ...` (or `-m zerohop.layer`) with the same
 interpreter, in a new session (its own process group); it reports the port it bound via
 `--port-file` (port 0 = the OS picks), and `start_sim` returns once `/health` answers
 200. On failure the error carries the tail of the child's stderr. `stop()` sends
@@ -104,10 +104,10 @@ def start_proxy(
     env: Mapping[str, str] | None = None,
     startup_timeout_s: float = 30,
 ) -> SimProcess:
-    """Run the layer proxy (`python -m zerohop.layer.proxy`) in front of `upstream_url`."""
+    """Run the layer proxy (`python -m zerohop.layer`) in front of `upstream_url`."""
     extra = ["--upstream", upstream_url, "--port", str(port)]
     return _start(
-        "zerohop.layer.proxy", [*args, *extra], env=env, startup_timeout_s=startup_timeout_s
+        "zerohop.layer", [*args, *extra], env=env, startup_timeout_s=startup_timeout_s
     )
 
 

@@ -22,9 +22,6 @@ class LoraSlots:
     def resident(self) -> list[str]:
         return list(self._resident)
 
-    def is_resident(self, adapter: str) -> bool:
-        return adapter in self._resident
-
     def acquire(self, adapter: str, in_use: set[str]) -> bool | None:
         """Make `adapter` resident. True: it had to be loaded (cold); False: it was
         warm; None: no slot can be freed now (every resident adapter is in use)."""

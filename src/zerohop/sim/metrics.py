@@ -1,7 +1,7 @@
 """`/metrics` in Prometheus text format: vLLM's metric names, DCGM-exporter GPU names.
 
 Engine metrics carry vLLM's `model_name` label (one engine per served model). The GPU
-gauges are modelled from the engine's recent steps (see `engine.GpuActivity`) and
+gauges are modelled from the engine's recent steps (see `gpu_activity.GpuActivity`) and
 carry DCGM exporter labels (`gpu`, `modelName`); an engine with tensor parallelism
 owns `tp` consecutive GPU indices.
 """

@@ -20,6 +20,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from zerohop.sim.step_cost import Chunk, StepCostModel
+
 GIB = 1024**3
 MIB = 1024**2
 
@@ -131,8 +133,9 @@ def parse_profiles(data: Any) -> ProfileBook:
     return ProfileBook.model_validate(data)
 
 
-class Roofline:
-    """Step time of a batch on `tp` GPUs of one kind running one model."""
+class Roofline(StepCostModel):
+    """Step time of a batch on `tp` GPUs of one kind running one model: the engine's
+    default step-cost model."""
 
     def __init__(
         self,
@@ -158,9 +161,7 @@ class Roofline:
         self._weights = model.weight_bytes
         self._hidden_bytes = 2 * model.hidden * model.dtype_bytes * model.layers
 
-    def step_s(self, chunks: list[tuple[int, int]]) -> tuple[float, float, float]:
-        """(step seconds, compute seconds, memory seconds) for a batch given as
-        (context tokens already in the KV cache, new tokens this step) per sequence."""
+    def step_s(self, chunks: list[Chunk]) -> tuple[float, float, float]:
         new_tokens = 0
         attn_flops = 0.0
         kv_read = 0
@@ -174,11 +175,3 @@ class Roofline:
         compute_s = flops / self.flops_per_s
         memory_s = mem_bytes / self.bytes_per_s
         return max(compute_s, memory_s) + self.overhead_s, compute_s, memory_s
-
-    def prefill_s(self, prompt_tokens: int) -> float:
-        """One request alone: its whole prompt in one step (first token included)."""
-        return self.step_s([(0, prompt_tokens)])[0]
-
-    def decode_s(self, batch: int, context: int) -> float:
-        """A decode step for `batch` sequences of `context` tokens each."""
-        return self.step_s([(context, 1)] * batch)[0]

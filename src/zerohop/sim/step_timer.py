@@ -1,13 +1,14 @@
 """Wake the engine at a step's modelled end, to within tens of microseconds.
 
 The event loop's own timers are too coarse for a step clock: uvloop's run on libuv's
-millisecond clock (measured here: fired up to 1.1 ms early and 1.8 ms late), asyncio's
+millisecond clock (they fire up to a millisecond or two early or late), asyncio's
 round the poll timeout up to whole milliseconds. Every token of a step waits for that
 wake-up, so its error lands on all of them. On Linux a `timerfd` armed at an absolute
 CLOCK_MONOTONIC time (the clock `time.perf_counter_ns` reads) wakes the loop's poll
 on time; the last `spin_ns` before the deadline are a busy-wait, which absorbs the
-kernel's wake-up latency (p50 45 µs, p99 about 240 µs on these machines). Elsewhere,
-or if the timerfd cannot be made, the loop's own timer is used with the same spin.
+kernel's wake-up latency (tests/bench/bench_sim_emission.py prints the emission lag
+that remains). Elsewhere, or if the timerfd cannot be made, the loop's own timer is
+used with the same spin.
 """
 
 from __future__ import annotations

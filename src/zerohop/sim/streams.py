@@ -18,11 +18,12 @@ from typing import Any
 
 from zerohop.core.records import INCOMPLETE_STREAM, OK, PROTOCOL_ERROR, stream_error_outcome
 from zerohop.sim.api_shapes import WireShape, error_body
-from zerohop.sim.engine import NULL_SINK, Engine, EngineError, PreparedWrite, Sequence
+from zerohop.sim.engine import Engine
 from zerohop.sim.faults import FaultSpec
 from zerohop.sim.ground_truth import GroundTruthLog
 from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import LAST_CHUNK, HttpConnection, HttpRequest, chunk
+from zerohop.sim.sequence import NULL_SINK, EngineError, PreparedWrite, Sequence
 from zerohop.sim.tokens import WORD_PIECE_BYTES, generated_text
 
 _N_PIECES = len(WORD_PIECE_BYTES)

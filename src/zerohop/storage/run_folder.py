@@ -21,21 +21,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import click
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zerohop.core.layout import MANIFEST_FILE, RECORDS_DIR, REQUESTS_FILE
 from zerohop.core.records import RECORD_FIELDS
+from zerohop.core.redaction import known_secrets, redact, scrub
 from zerohop.storage.jsonl import read_jsonl_folder
 
-MANIFEST = "manifest.json"
-REQUESTS = "requests.parquet"
-RECORDS_DIR = "records"
-REDACTED = "***"
 FLUSH_INTERVAL_S = 0.5
-
-SECRET_ENV_NAMES = ("ZEROHOP_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authori[sz]ation|bearer)", re.I)
 
 
 # --- run folders ----------------------------------------------------------------------
@@ -53,45 +47,6 @@ def new_run_dir(root: Path, name: str, *, now: dt.datetime | None = None) -> Pat
         (candidate / RECORDS_DIR).mkdir()
         return candidate
     raise RuntimeError(f"could not create a run folder under {root}")
-
-
-# --- secrets --------------------------------------------------------------------------
-def known_secrets(environ: Mapping[str, str] = os.environ) -> list[str]:
-    """Values that must never be written: the API keys zerohop reads, and any other
-    variable whose name says it holds a key or token."""
-    values = {environ.get(n, "") for n in SECRET_ENV_NAMES}
-    values |= {v for k, v in environ.items() if _SECRET_KEY.search(k)}
-    return sorted((v for v in values if len(v) >= 6), key=len, reverse=True)
-
-
-def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
-    """A copy of a config value with secret-named keys and known secret values masked."""
-    secret_list = list(secrets)
-    if isinstance(value, Mapping):
-        return {
-            str(k): (REDACTED if _SECRET_KEY.search(str(k)) and v else redact(v, secret_list))
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [redact(v, secret_list) for v in value]
-    if isinstance(value, str):
-        return scrub(value, secret_list)
-    return value
-
-
-# a secret given as a flag inside a command-line string: `--api-key X`, `--token=X`
-_SECRET_FLAG = re.compile(
-    r"(--?[\w-]*(?:api[_-]?key|token|secret|password)[\w-]*(?:=|\s+|',\s*'))([^\s'\",]+)",
-    re.I,
-)
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    text = _SECRET_FLAG.sub(lambda m: m.group(1) + REDACTED, text)
-    for secret in secrets:
-        if secret and secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
 
 
 # --- manifest -------------------------------------------------------------------------
@@ -124,18 +79,18 @@ def _version(pkg: str) -> str | None:
 def write_manifest(run_dir: Path, manifest: Mapping[str, Any]) -> None:
     """Atomic write (temp file + rename) of a redacted manifest: a reader never sees half."""
     data = redact(dict(manifest), known_secrets())
-    tmp = run_dir / (MANIFEST + ".tmp")
+    tmp = run_dir / (MANIFEST_FILE + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, run_dir / MANIFEST)
+    os.replace(tmp, run_dir / MANIFEST_FILE)
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / MANIFEST
+    path = run_dir / MANIFEST_FILE
     if not path.exists():
         return {}
     data = json.loads(path.read_text())
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: manifest is not a JSON object")
+        raise ValueError(f"malformed manifest {path}: top level is not an object")
     return data
 
 
@@ -283,46 +238,8 @@ def consolidate(run_dir: Path) -> Path:
     for name in ("itl_ms", "tokens_per_event"):
         columns[name] = [v if v is not None else [] for v in columns[name]]
     table = pa.table(columns, schema=schema)
-    out = run_dir / REQUESTS
-    tmp = run_dir / (REQUESTS + ".tmp")
+    out = run_dir / REQUESTS_FILE
+    tmp = run_dir / (REQUESTS_FILE + ".tmp")
     pq.write_table(table, tmp, compression="zstd")
     os.replace(tmp, out)
     return out
-
-
-@click.command("consolidate")
-@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
-def consolidate_command(run_dir: Path) -> None:
-    """Rebuild requests.parquet (and telemetry.parquet) of RUN_DIR from what was flushed,
-    e.g. after the run was killed."""
-    if not (run_dir / RECORDS_DIR).is_dir():
-        raise click.UsageError(f"{run_dir}: not a zerohop results folder (no {RECORDS_DIR}/)")
-    out = consolidate(run_dir)
-    rows, bad = read_record_rows(run_dir)
-    msg = f"{out}: {len(rows)} records"
-    if bad:
-        msg += f" ({bad} unreadable lines skipped)"
-    try:
-        from zerohop.telemetry.store import consolidate_telemetry
-    except ImportError:
-        pass
-    else:
-        tel = consolidate_telemetry(run_dir)
-        if tel is not None:
-            msg += f"; {tel}"
-    manifest = read_manifest(run_dir)
-    if manifest.get("status") == "running" and not _pid_alive(manifest.get("pid")):
-        finish_manifest(run_dir, status="interrupted", end_reason="process died; consolidated")
-    click.echo(msg)
-
-
-def _pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -30,10 +30,15 @@ from zerohop.analysis.run_data import (
     frame_from_rows,
     typed_frame,
 )
-from zerohop.storage.run_folder import read_record_rows
-
-MANIFEST_SCHEMA = "zerohop.run"
-MICROBENCH_FILE = "microbench.json"
+from zerohop.core.layout import (
+    MANIFEST_FILE,
+    MANIFEST_SCHEMA,
+    MICROBENCH_FILE,
+    RECORDS_DIR,
+    REQUESTS_FILE,
+    TELEMETRY_FILE,
+)
+from zerohop.storage.run_folder import read_manifest, read_record_rows
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -44,9 +49,9 @@ def load_run(run_dir: Path) -> RunData:
     if not run_dir.is_dir():
         raise ReportInputError(f"not a results folder (not a directory): {run_dir}")
     notes: list[str] = []
-    manifest = read_manifest(run_dir / "manifest.json")
+    manifest = checked_manifest(run_dir)
     requests, itl, source = _read_requests(run_dir, notes)
-    telemetry = _read_telemetry(run_dir / "telemetry.parquet", notes)
+    telemetry = _read_telemetry(run_dir / TELEMETRY_FILE, notes)
     microbench = _read_microbench(run_dir / MICROBENCH_FILE, notes)
     return RunData(
         run_dir=run_dir,
@@ -60,16 +65,18 @@ def load_run(run_dir: Path) -> RunData:
     )
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
-    """manifest.json as a dict, checked just enough that the report can trust it."""
+def checked_manifest(run_dir: Path) -> dict[str, Any]:
+    """manifest.json (read by `run_folder.read_manifest`, the one reader), checked just
+    enough that the report can trust it."""
+    path = run_dir / MANIFEST_FILE
     if not path.is_file():
-        raise ReportInputError(f"no manifest.json in {path.parent}")
+        raise ReportInputError(f"no manifest.json in {run_dir}")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = read_manifest(run_dir)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportInputError(f"malformed manifest {path}: {exc}") from None
-    if not isinstance(manifest, dict):
-        raise ReportInputError(f"malformed manifest {path}: top level is not an object")
+    except ValueError as exc:  # not an object
+        raise ReportInputError(str(exc)) from None
     schema = manifest.get("schema")
     if schema != MANIFEST_SCHEMA:
         raise ReportInputError(
@@ -102,11 +109,11 @@ def read_manifest(path: Path) -> dict[str, Any]:
 def _read_requests(
     run_dir: Path, notes: list[str]
 ) -> tuple[pd.DataFrame, ItlColumn, Literal["parquet", "jsonl"]]:
-    parquet_path = run_dir / "requests.parquet"
+    parquet_path = run_dir / REQUESTS_FILE
     if parquet_path.is_file():
         frame, itl = _read_requests_parquet(parquet_path)
         return frame, itl, "parquet"
-    sinks = sorted((run_dir / "records").glob("*.jsonl"))
+    sinks = sorted((run_dir / RECORDS_DIR).glob("*.jsonl"))
     if not sinks:
         raise ReportInputError(
             f"no requests.parquet and no records/*.jsonl in {run_dir}: nothing to report"

@@ -3,10 +3,9 @@
 It runs either inside the calling process (`TelemetryAgent`, real OS threads) or, by
 default, as a child process (`python -m zerohop.telemetry.agent`) so that parsing
 /metrics and NVML calls never hold the load generator's GIL. The child reads one JSON
-config line on stdin, then commands (`pid N` to sample another load-generator process,
-`stop`); end of stdin also means stop, so a parent killed with -9 never leaves an agent
-behind. The child stamps samples with the parent's ClockAnchor (perf_counter is
-system-wide), so both processes share one timeline.
+config line on stdin, then waits for `stop`; end of stdin also means stop, so a parent
+killed with -9 never leaves an agent behind. The child stamps samples with the parent's
+ClockAnchor (perf_counter is system-wide), so both processes share one timeline.
 """
 
 from __future__ import annotations
@@ -23,7 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.client_process import ProcessSampler
 from zerohop.telemetry.loop import Sampler, run_sampler_loop
-from zerohop.telemetry.nvml import NvmlApi, NvmlPcieSampler, NvmlSampler, PynvmlApi
+from zerohop.telemetry.nvml import NvmlPcieSampler, NvmlSampler
+from zerohop.telemetry.nvml_api import NvmlApi, PynvmlApi
 from zerohop.telemetry.realthreads import RealThread, StopSignal
 from zerohop.telemetry.samples import TelemetryClock
 from zerohop.telemetry.scraper import PrometheusScraper
@@ -54,7 +54,6 @@ class TelemetryAgent:
         self.run_dir = run_dir
         self.clock = clock
         self.samplers: list[Sampler] = []
-        self._process_sampler: ProcessSampler | None = None
         for source in sources:
             self.samplers.extend(self._build(source, list(loadgen_pids), nvml_api_factory))
         self._stop = StopSignal()
@@ -69,10 +68,6 @@ class TelemetryAgent:
             )
             thread.start()
             self._threads.append(thread)
-
-    def add_loadgen_pid(self, pid: int) -> None:
-        if self._process_sampler is not None:
-            self._process_sampler.add_pid(pid)
 
     def stop(self, timeout_s: float = JOIN_TIMEOUT_S) -> bool:
         """Stop every loop and wait for their final flush; False if one hung."""
@@ -97,13 +92,12 @@ class TelemetryAgent:
             return [PrometheusScraper(source.url, self.clock, interval_s=source.interval_s,
                                       timeout_s=source.timeout_s, keep_raw=source.raw)]
         if isinstance(source, LoadgenSource):
-            self._process_sampler = ProcessSampler(pids, self.clock, interval_s=source.interval_s)
-            return [self._process_sampler]
+            return [ProcessSampler(pids, self.clock, interval_s=source.interval_s)]
         raise TypeError(f"unknown telemetry source {source!r}")
 
 
 def main() -> int:
-    """Child-process entry: config line, then commands on stdin until `stop` or EOF."""
+    """Child-process entry: config line, then run until `stop` or EOF on stdin."""
     config = AgentConfig.model_validate_json(sys.stdin.readline())
     clock = TelemetryClock(ClockAnchor(wall_ns=config.anchor_wall_ns,
                                        perf_ns=config.anchor_perf_ns))
@@ -114,13 +108,8 @@ def main() -> int:
     agent.start()
     print(json.dumps({"ready": True, "samplers": [s.name for s in agent.samplers]}), flush=True)
     for line in sys.stdin:
-        command = line.split()
-        if not command:
-            continue
-        if command[0] == "stop":
+        if line.split()[:1] == ["stop"]:
             break
-        if command[0] == "pid" and len(command) == 2 and command[1].isdigit():
-            agent.add_loadgen_pid(int(command[1]))
     return 0 if agent.stop() else 1
 
 

@@ -26,7 +26,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from zerohop.telemetry.canonical import DCGM_EXPORT
 from zerohop.telemetry.loop import Sampler, run_sampler_loop
-from zerohop.telemetry.nvml import NvmlApi, NvmlPcieSampler, NvmlSampler, PynvmlApi, nvml_reason
+from zerohop.telemetry.nvml import NvmlPcieSampler, NvmlSampler, nvml_reason
+from zerohop.telemetry.nvml_api import NvmlApi, PynvmlApi
 from zerohop.telemetry.realthreads import RealThread, StopSignal, real_lock
 from zerohop.telemetry.samples import GAP, UNSUPPORTED, Sample, TelemetryClock
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import zerohop
+from zerohop.core.layout import TELEMETRY_FILE
 from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.agent import AgentConfig, TelemetryAgent
 from zerohop.telemetry.client_process import (
@@ -38,12 +39,11 @@ from zerohop.telemetry.client_process import (
     start_gevent_loop_lag_probe,
     start_thread_lag_probe,
 )
-from zerohop.telemetry.nvml import NvmlApi
+from zerohop.telemetry.nvml_api import NvmlApi
 from zerohop.telemetry.samples import Sample, TelemetryClock
 from zerohop.telemetry.spec import LoadgenSource, PromSource, SourceSpec
 from zerohop.telemetry.store import (
     COLUMNS,
-    TELEMETRY_PARQUET,
     SampleSink,
     consolidate_telemetry,
     telemetry_schema,
@@ -112,17 +112,6 @@ class TelemetryRecorder:
                 self._probe_sink.add(rows)
                 self._probe_sink.close()
 
-    def add_loadgen_process(self, pid: int) -> None:
-        """Sample another local load-generator process (e.g. a `--processes` worker)
-        for CPU and RSS. Its loop lag must come from inside it (see `add_samples`)."""
-        if self._loadgen is None or pid in self._pids:
-            return
-        self._pids.append(pid)
-        if self._agent is not None:
-            self._agent.add_loadgen_pid(pid)
-        elif self._child is not None and self._child.stdin is not None:
-            self._send(f"pid {pid}")
-
     def add_samples(self, rows: Iterable[Sample | Sequence[Any]]) -> None:
         """Rows measured elsewhere (a Locust worker's loop lag and CPU, shipped to the
         master as plain lists in COLUMNS order). Call from one thread (the hub)."""
@@ -143,7 +132,7 @@ class TelemetryRecorder:
                 self._remote_sink.close()
         out = consolidate_telemetry(self.out_dir)
         if out is None:  # nothing was recorded: still leave the file the run promises
-            out = self.out_dir / TELEMETRY_PARQUET
+            out = self.out_dir / TELEMETRY_FILE
             _write_empty(out)
         return out
 

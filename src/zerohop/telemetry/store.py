@@ -21,11 +21,10 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zerohop.core.layout import TELEMETRY_DIR, TELEMETRY_FILE
 from zerohop.storage.jsonl import read_jsonl_folder
 from zerohop.telemetry.samples import GAP, Sample
 
-TELEMETRY_DIR = "telemetry"
-TELEMETRY_PARQUET = "telemetry.parquet"
 COLUMNS = ("ts", "source", "metric", "labels", "value", "raw_metric")
 FLUSH_INTERVAL_S = 1.0
 
@@ -102,8 +101,8 @@ def consolidate_telemetry(run_dir: Path) -> Path | None:
     columns["ts"] = [float(v) for v in columns["ts"]]
     columns["value"] = [math.nan if v is None else float(v) for v in columns["value"]]
     table = pa.table(columns, schema=telemetry_schema())
-    out = run_dir / TELEMETRY_PARQUET
-    tmp = run_dir / (TELEMETRY_PARQUET + ".tmp")
+    out = run_dir / TELEMETRY_FILE
+    tmp = run_dir / (TELEMETRY_FILE + ".tmp")
     pq.write_table(table, tmp, compression="zstd")
     os.replace(tmp, out)
     return out

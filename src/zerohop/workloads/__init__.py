@@ -3,10 +3,15 @@
 Nothing here knows Locust or HTTP, and importing it does nothing. The modules, in the
 order data flows through them:
 
-* `spec`: the strict YAML model. `load_workload_file(path) -> WorkloadFile` (its
-  `.workloads` is a list of `ShortQueryFloodSpec | LongContextSpec | LoraMixSpec |
-  TraceReplaySpec`, discriminated on `kind`); errors are one `WorkloadError` naming the
-  file and field path.
+* the strict YAML model, one module per concern: `model_base` (`StrictModel`),
+  `distributions` (token counts), `load_spec` (closed, open and trace loads, arrivals,
+  rate shapes), `policy_spec` (timeouts, retries, continuation, fallback), `kinds`
+  (`ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec`,
+  discriminated on `kind`, and `KIND_CLASS_NAMES`), `errors` (`WorkloadError`, one line
+  naming the file and field path).
+* `yaml_io`: `load_workload_file(path) -> WorkloadFile` (its `.workloads` is a list of
+  specs); `inputs`: `load_workloads(files)` over several files and `check_inputs(spec)`
+  (its trace is readable), what the CLI and the planners check before a run.
 * `prompts`: `PromptBuilder(seed).build_text(n_units, rng)`, `TokenCalibration.fit(
   [(units, prompt_tokens), ...]).units_for_tokens(n)`, `default_calibration(api)`,
   `token_ids(n, rng, vocab_size)`.

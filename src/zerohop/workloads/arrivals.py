@@ -23,8 +23,8 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from zerohop.workloads.load_spec import ConstantArrival, GammaArrival, OpenLoad, PoissonArrival
 from zerohop.workloads.shapes import PiecewiseLinearRate, constant_rate, rate_shape_for
-from zerohop.workloads.spec import ConstantArrival, GammaArrival, OpenLoad, PoissonArrival
 
 __all__ = [
     "ArrivalKind",

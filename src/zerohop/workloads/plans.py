@@ -20,7 +20,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -30,21 +30,20 @@ from zerohop.workloads.arrivals import (
     split_count,
     worker_share,
 )
+from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.kinds import (
+    ApiName,
+    LongContextSpec,
+    LoraMixSpec,
+    ShortQueryFloodSpec,
+    TraceReplaySpec,
+)
+from zerohop.workloads.load_spec import ClosedLoad, TraceLoad
 from zerohop.workloads.prompts import (
     PromptBuilder,
     TokenCalibration,
     default_calibration,
     token_ids,
-)
-from zerohop.workloads.spec import (
-    ApiName,
-    ClosedLoad,
-    LongContextSpec,
-    LoraMixSpec,
-    ShortQueryFloodSpec,
-    TraceLoad,
-    TraceReplaySpec,
-    WorkloadError,
 )
 from zerohop.workloads.traces import MOONCAKE_BLOCK_TOKENS, TraceRequest, read_trace, replay_window
 
@@ -54,8 +53,6 @@ __all__ = [
     "make_planner",
     "zipf_probabilities",
 ]
-
-LoadKind = Literal["closed", "open", "trace"]
 
 _ARRIVAL_STREAM = 1
 _CONTENT_STREAM = 2
@@ -176,11 +173,6 @@ class Planner:
     @property
     def workload(self) -> str:
         return str(self.spec.name)
-
-    @property
-    def load_kind(self) -> LoadKind:
-        kind: LoadKind = self.spec.load.kind
-        return kind
 
     @property
     def users(self) -> int:

@@ -17,9 +17,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
+
+from zerohop.core.apis import DEFAULT_API, ApiName
 
 __all__ = [
     "PROBE_UNITS",
@@ -144,9 +145,6 @@ class TokenCalibration:
         slope, intercept = np.polyfit(units, tokens, 1)
         return cls(a=float(slope), b=float(intercept))
 
-    def tokens_for_units(self, units: int) -> float:
-        return self.a * units + self.b
-
     def units_for_tokens(self, target_tokens: int, rng: np.random.Generator | None = None
                          ) -> int:
         """Units to generate for a prompt of `target_tokens` (at least 1). Where a word is
@@ -170,7 +168,6 @@ class TokenCalibration:
 _SIM_TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 _SIM_CHAT_OVERHEAD_TOKENS = 4 + 3
 
-ApiKind = Literal["openai-chat", "openai-completions", "anthropic"]
 
 
 def count_regex_tokens(text: str) -> int:
@@ -178,7 +175,7 @@ def count_regex_tokens(text: str) -> int:
     return sum(1 for _ in _SIM_TOKEN_PATTERN.finditer(text))
 
 
-def default_calibration(api: ApiKind = "openai-chat", builder: PromptBuilder | None = None) -> (
+def default_calibration(api: ApiName = DEFAULT_API, builder: PromptBuilder | None = None) -> (
     TokenCalibration
 ):
     """The calibration for the embedded target, measured by counting the builder's own

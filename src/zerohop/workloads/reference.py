@@ -18,37 +18,38 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from zerohop.workloads.spec import (
-    AdapterSet,
-    BackoffSpec,
-    ClosedLoad,
-    ConstantArrival,
-    ContinuationSpec,
-    FallbackSpec,
-    FallbackStep,
-    FixedDist,
-    GammaArrival,
-    LognormalDist,
+from zerohop.workloads.adapters import AdapterSet
+from zerohop.workloads.distributions import FixedDist, LognormalDist, NormalDist, UniformDist
+from zerohop.workloads.kinds import (
     LongContextSpec,
     LoraMixSpec,
-    NormalDist,
+    ShortQueryFloodSpec,
+    SloSpec,
+    TokenScaling,
+    TraceReplaySpec,
+)
+from zerohop.workloads.load_spec import (
+    ClosedLoad,
+    ConstantArrival,
+    GammaArrival,
     OpenLoad,
     PiecewisePoint,
     PiecewiseShape,
     PoissonArrival,
-    Policy,
-    PolicyTimeouts,
     RampShape,
-    RetrySpec,
-    ShortQueryFloodSpec,
-    SloSpec,
     SpikeShape,
     StepPoint,
     StepShape,
-    TokenScaling,
     TraceLoad,
-    TraceReplaySpec,
-    UniformDist,
+)
+from zerohop.workloads.policy_spec import (
+    BackoffSpec,
+    ContinuationSpec,
+    FallbackSpec,
+    FallbackStep,
+    Policy,
+    PolicyTimeouts,
+    RetrySpec,
 )
 
 __all__ = [

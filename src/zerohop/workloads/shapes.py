@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from zerohop.workloads.spec import PiecewiseShape, RampShape, SpikeShape, StepShape
+from zerohop.workloads.load_spec import PiecewiseShape, RampShape, SpikeShape, StepShape
 
 __all__ = [
     "PiecewiseLinearRate",
@@ -68,10 +68,6 @@ class PiecewiseLinearRate:
             slopes = np.where(durations > 1e-12, np.diff(rates) / durations, 0.0)
         object.__setattr__(self, "_cum_at_knots", np.concatenate(([0.0], np.cumsum(areas))))
         object.__setattr__(self, "_slopes", np.append(slopes, 0.0))  # the tail is flat
-
-    @property
-    def final_rate_rps(self) -> float:
-        return float(self.rates_rps[-1])
 
     def rate_at(self, t_s: npt.ArrayLike) -> np.ndarray:
         """Rate at the given times (right-continuous at jumps)."""

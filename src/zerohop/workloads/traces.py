@@ -27,8 +27,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.prompts import count_regex_tokens
-from zerohop.workloads.spec import WorkloadError
 
 __all__ = [
     "MOONCAKE_BLOCK_TOKENS",

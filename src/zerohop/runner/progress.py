@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from zerohop.storage.run_folder import RECORDS_DIR
+from zerohop.core.layout import RECORDS_DIR
 
 REFRESH_S = 1.0
 

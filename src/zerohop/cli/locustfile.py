@@ -7,10 +7,10 @@ import sys
 
 import click
 
+from zerohop.core.exit_codes import EXIT_BAD_INPUT
 from zerohop.shipped import ShippedFilesError, locustfiles
-from zerohop.workloads.spec import KIND_CLASS_NAMES
+from zerohop.workloads.kinds import KIND_CLASS_NAMES
 
-EXIT_BAD_INPUT = 2
 KIND_OF_CLASS = {name: kind for kind, name in KIND_CLASS_NAMES.items()}
 
 

@@ -1,0 +1,108 @@
+"""The measured window: the one interval every rate of a run is divided by.
+
+Achieved req/s, goodput and tokens/s all mean "what the target carried while the load
+was offered", so they share one window (docs/design.md, "The measured window"):
+
+* its length is the load's duration as the manifest records it (`load.duration_s`,
+  or Locust's own `config.run_time` for a bare `locust` run): the time the load was
+  offered, with the set-up before it and the drain after it left out;
+* it opens at the run's first arrival (the earliest scheduled or sent time);
+* a request counts towards the rates when it ended inside it.
+
+The span of the records (first send → last end) is only a fallback, for a manifest
+that lacks the duration: divided by it, a short or sparse run, whose sends cover less
+than the load's duration, overstates what the target carried.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from zerohop.analysis.run_data import RunData
+
+WindowSource = Literal["manifest", "records", "manifest wall clock", "none"]
+
+
+@dataclass(frozen=True)
+class MeasuredWindow:
+    """`[start_ts, end_ts]` in the records' clock. `start_ts` is NaN when the records
+    carry no timestamps: every request then counts, over the manifest's length."""
+
+    start_ts: float
+    duration_s: float
+    source: WindowSource
+
+    @property
+    def end_ts(self) -> float:
+        return self.start_ts + self.duration_s
+
+    def counts(self, requests: pd.DataFrame) -> np.ndarray:
+        """Per request: did it end inside the window (a record without an end time:
+        did it start inside it)? These are the requests the rates count."""
+        if math.isnan(self.start_ts):
+            return np.ones(len(requests), dtype=bool)
+        end = requests["end_ts"].to_numpy(dtype=float)
+        placed = np.where(np.isfinite(end), end, _arrival_ts(requests))
+        with np.errstate(invalid="ignore"):
+            return (placed >= self.start_ts) & (placed <= self.end_ts)
+
+
+def measured_window(run: RunData) -> MeasuredWindow:
+    """The run's measured window (see the module docstring)."""
+    return window_of(run.requests, run.manifest)
+
+
+def window_of(requests: pd.DataFrame, manifest: Mapping[str, Any]) -> MeasuredWindow:
+    """The window of these records under this manifest. In order: the manifest's load
+    duration from the first arrival; the records' span (first arrival → last end);
+    with no timestamps at all, the manifest's load duration, else its wall-clock
+    `duration_s` (set-up included: nothing better is known)."""
+    arrivals = _arrival_ts(requests)
+    arrivals = arrivals[np.isfinite(arrivals)]
+    ends = requests["end_ts"].to_numpy(dtype=float)
+    ends = ends[np.isfinite(ends)]
+    load_s = load_duration_s(manifest)
+    if arrivals.size and load_s is not None:
+        return MeasuredWindow(float(arrivals.min()), load_s, "manifest")
+    if arrivals.size and ends.size and ends.max() > arrivals.min():
+        first = float(arrivals.min())
+        return MeasuredWindow(first, float(ends.max()) - first, "records")
+    if load_s is not None:
+        return MeasuredWindow(math.nan, load_s, "manifest")
+    wall_s = _positive(manifest.get("duration_s"))
+    if wall_s is not None:
+        return MeasuredWindow(math.nan, wall_s, "manifest wall clock")
+    return MeasuredWindow(math.nan, math.nan, "none")
+
+
+def load_duration_s(manifest: Mapping[str, Any]) -> float | None:
+    """How long the load was offered, as the manifest records it: `load.duration_s`
+    (`zerohop run`, sweep and nightly points), else `config.run_time` (the options of
+    a bare `locust` run); None when it records neither."""
+    load = manifest.get("load")
+    if isinstance(load, Mapping):
+        seconds = _positive(load.get("duration_s"))
+        if seconds is not None:
+            return seconds
+    config = manifest.get("config")
+    if isinstance(config, Mapping):
+        return _positive(config.get("run_time"))
+    return None
+
+
+def _arrival_ts(requests: pd.DataFrame) -> np.ndarray:
+    """When each request arrived: its scheduled time, else when it was sent."""
+    scheduled = requests["scheduled_ts"].to_numpy(dtype=float)
+    return np.where(np.isfinite(scheduled), scheduled, requests["sent_ts"].to_numpy(dtype=float))
+
+
+def _positive(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None

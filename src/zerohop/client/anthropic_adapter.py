@@ -1,0 +1,149 @@
+"""The Anthropic messages adapter: POST /v1/messages and its typed event stream.
+
+Anthropic reports input tokens in `message_start` and output tokens in `message_delta`;
+the stream decoder merges the two, so its last `Usage` holds both.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any
+
+from zerohop.client.protocols import (
+    ContentDelta,
+    GenerationRequest,
+    HttpRequest,
+    ProtocolError,
+    StreamDecoder,
+    StreamError,
+    StreamItem,
+    Terminator,
+    Usage,
+)
+from zerohop.client.sse import SSEEvent
+from zerohop.client.wire_format import (
+    UsageMergingDecoder,
+    base_headers,
+    chat_messages,
+    decode_error_body,
+    encode_json,
+    error_from,
+    optional_count,
+    optional_str,
+    parse_object,
+)
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesAdapter"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+# content_block_delta kinds that carry generated tokens, and the field holding them
+_DELTA_TEXT = MappingProxyType(
+    {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+)
+
+
+class AnthropicMessagesAdapter:
+    """POST /v1/messages with Anthropic's typed event stream."""
+
+    name = "anthropic"
+    path = "/v1/messages"
+
+    def build_request(
+        self, req: GenerationRequest, *, api_key: str | None, request_id: str, stream: bool = True
+    ) -> HttpRequest:
+        if req.messages is None and req.prompt is None:
+            raise ValueError(f"prompt: {self.name} needs prompt or messages, not token ids")
+        messages = chat_messages(req)
+        # Anthropic takes the system prompt as a field, not as a message
+        system_parts = [req.system] if req.system is not None else []
+        system_parts += [m.get("content", "") for m in messages if m.get("role") == "system"]
+        messages = [m for m in messages if m.get("role") != "system"]
+        body: dict[str, Any] = {
+            "model": req.model,
+            "max_tokens": req.max_tokens,
+            "messages": messages,
+        }
+        if system_parts:
+            body["system"] = "\n\n".join(system_parts)
+        body["temperature"] = req.temperature
+        if req.stop:
+            body["stop_sequences"] = list(req.stop)
+        body["stream"] = stream
+        body.update(req.extra_body)
+        headers = base_headers(request_id, stream)
+        headers["anthropic-version"] = ANTHROPIC_VERSION
+        if api_key:
+            headers["x-api-key"] = api_key
+        return HttpRequest("POST", self.path, headers, encode_json(body))
+
+    def new_stream_decoder(self) -> StreamDecoder:
+        # input tokens come in message_start, output tokens in message_delta
+        return UsageMergingDecoder(_decode_event)
+
+    def decode_event(self, event: SSEEvent) -> list[StreamItem]:
+        return _decode_event(event)
+
+    def decode_error_body(self, status: int, body: bytes) -> StreamError:
+        return decode_error_body(status, body)
+
+    def decode_response(self, body: bytes) -> tuple[str, Usage]:
+        obj = parse_object(body)
+        if obj.get("type") == "error":
+            error = error_from(obj.get("error"))
+            raise ProtocolError(f"{self.name}: error in response: {error.error_type}")
+        content = obj.get("content")
+        if not isinstance(content, list):
+            raise ProtocolError(f"{self.name}: response has no 'content' list")
+        parts: list[str] = []
+        for block in content:
+            if not isinstance(block, dict):
+                raise ProtocolError(f"{self.name}: a content block is not an object")
+            kind = block.get("type")
+            if kind in ("text", "thinking"):
+                text = optional_str(block, str(kind), self.name)
+                if text:
+                    parts.append(text)
+        usage = obj.get("usage")
+        return "".join(parts), _usage(usage) if usage is not None else Usage(None, None)
+
+
+def _decode_event(event: SSEEvent) -> list[StreamItem]:
+    obj = parse_object(event.data)
+    kind = obj.get("type", event.event)
+    if kind == "content_block_delta":
+        delta = obj.get("delta")
+        if not isinstance(delta, dict):
+            raise ProtocolError("anthropic: content_block_delta without a 'delta' object")
+        delta_type = delta.get("type")
+        key = _DELTA_TEXT.get(delta_type) if isinstance(delta_type, str) else None
+        if key is None:
+            return []  # e.g. signature_delta: no generated tokens
+        text = optional_str(delta, key, "anthropic")
+        return [ContentDelta(text)] if text else []
+    if kind == "message_start":
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            raise ProtocolError("anthropic: message_start without a 'message' object")
+        usage = message.get("usage")
+        return [_usage(usage)] if usage is not None else []
+    if kind == "message_delta":
+        usage = obj.get("usage")
+        return [_usage(usage)] if usage is not None else []
+    if kind == "message_stop":
+        return [Terminator()]
+    if kind == "error":
+        return [error_from(obj.get("error"))]
+    if not isinstance(kind, str):
+        raise ProtocolError("anthropic: event without a 'type'")
+    # ping, content_block_start/stop and event types added later: nothing to record
+    return []
+
+
+def _usage(usage: object) -> Usage:
+    if not isinstance(usage, dict):
+        raise ProtocolError("anthropic: 'usage' is not an object")
+    return Usage(
+        optional_count(usage, "input_tokens", "anthropic"),
+        optional_count(usage, "output_tokens", "anthropic"),
+    )

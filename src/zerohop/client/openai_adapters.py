@@ -1,0 +1,216 @@
+"""The OpenAI-style adapters: chat completions and (text or token-id) completions.
+
+OpenAI, vLLM, SGLang and most gateways speak these: `data:` chunks with `choices` and,
+when asked for with `stream_options.include_usage`, a final chunk with `usage`, then
+`data: [DONE]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zerohop.client.openai_chunks import logprob_count, tool_call_text
+from zerohop.client.protocols import (
+    ContentDelta,
+    GenerationRequest,
+    HttpRequest,
+    ProtocolError,
+    StreamDecoder,
+    StreamError,
+    StreamItem,
+    Terminator,
+    Usage,
+)
+from zerohop.client.sse import SSEEvent
+from zerohop.client.wire_format import (
+    UsageMergingDecoder,
+    base_headers,
+    chat_messages,
+    decode_error_body,
+    encode_json,
+    error_from,
+    optional_count,
+    optional_str,
+    parse_object,
+)
+
+__all__ = ["OpenAIChatAdapter", "OpenAICompletionsAdapter"]
+
+
+class _OpenAIBase:
+    """What the two OpenAI-style APIs share: framing, errors, usage, auth."""
+
+    name: str = ""
+    path: str = ""
+
+    def build_request(
+        self, req: GenerationRequest, *, api_key: str | None, request_id: str, stream: bool = True
+    ) -> HttpRequest:
+        body: dict[str, Any] = {"model": req.model, **self._prompt_fields(req)}
+        body["max_tokens"] = req.max_tokens
+        body["temperature"] = req.temperature
+        if req.stop:
+            body["stop"] = list(req.stop)
+        body["stream"] = stream
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        if req.ignore_eos:
+            body["ignore_eos"] = True
+        body.update(req.extra_body)
+        headers = base_headers(request_id, stream)
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        return HttpRequest("POST", self.path, headers, encode_json(body))
+
+    def new_stream_decoder(self) -> StreamDecoder:
+        return UsageMergingDecoder(self.decode_event)
+
+    def decode_event(self, event: SSEEvent) -> list[StreamItem]:
+        data = event.data
+        if not data.startswith("{") and data.strip() == "[DONE]":
+            return [Terminator()]
+        obj = parse_object(data)
+        if "error" in obj or "object" in obj:
+            error = _openai_error(obj)
+            if error is not None:
+                return [error]
+        choices = obj.get("choices")
+        usage = obj.get("usage")
+        if choices is None and usage is None:
+            raise ProtocolError(f"{self.name}: chunk has neither 'choices' nor 'usage'")
+        items: list[StreamItem] = []
+        if choices is not None:
+            if not isinstance(choices, list):
+                raise ProtocolError(f"{self.name}: 'choices' is not a list")
+            for choice in choices:
+                if not isinstance(choice, dict):
+                    raise ProtocolError(f"{self.name}: a choice is not an object")
+                self._choice_items(choice, items)
+        if usage is not None:
+            items.append(_openai_usage(usage))
+        return items
+
+    def decode_error_body(self, status: int, body: bytes) -> StreamError:
+        return decode_error_body(status, body)
+
+    def decode_response(self, body: bytes) -> tuple[str, Usage]:
+        obj = parse_object(body)
+        error = _openai_error(obj)
+        if error is not None:
+            raise ProtocolError(f"{self.name}: error in response: {error.error_type}")
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            raise ProtocolError(f"{self.name}: response has no 'choices' list")
+        parts: list[str] = []
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise ProtocolError(f"{self.name}: a choice is not an object")
+            parts.extend(self._response_texts(choice))
+        usage_obj = obj.get("usage")
+        usage = _openai_usage(usage_obj) if usage_obj is not None else Usage(None, None)
+        return "".join(parts), usage
+
+    # subclass hooks
+    def _prompt_fields(self, req: GenerationRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem]) -> None:
+        raise NotImplementedError
+
+    def _response_texts(self, choice: dict[str, Any]) -> list[str]:
+        raise NotImplementedError
+
+
+class OpenAIChatAdapter(_OpenAIBase):
+    """POST /v1/chat/completions (OpenAI, vLLM, SGLang, most gateways)."""
+
+    name = "openai-chat"
+    path = "/v1/chat/completions"
+
+    def _prompt_fields(self, req: GenerationRequest) -> dict[str, Any]:
+        if req.messages is None and req.prompt is None:
+            raise ValueError(f"prompt: {self.name} needs prompt or messages, not token ids")
+        messages = chat_messages(req)
+        if req.system is not None:
+            messages.insert(0, {"role": "system", "content": req.system})
+        return {"messages": messages}
+
+    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem]) -> None:
+        delta = choice.get("delta")
+        if delta is None:
+            return
+        if not isinstance(delta, dict):
+            raise ProtocolError(f"{self.name}: 'delta' is not an object")
+        content = optional_str(delta, "content", self.name)
+        # vLLM has used both names for reasoning (and may send both, mirrored): take one
+        reasoning = optional_str(delta, "reasoning_content", self.name) or optional_str(
+            delta, "reasoning", self.name
+        )
+        tool_text = tool_call_text(delta)  # a tool call's arguments (openai_chunks.py)
+        if not content and not reasoning and not tool_text:
+            return  # role-only, finish-reason-only and empty chunks carry no content
+        tokens = logprob_count(choice, "content") if choice.get("logprobs") else None
+        for text in (reasoning, content, tool_text):
+            if text:
+                items.append(ContentDelta(text, tokens))
+                tokens = None  # the count belongs to the chunk: attach it once
+
+    def _response_texts(self, choice: dict[str, Any]) -> list[str]:
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise ProtocolError(f"{self.name}: a choice has no 'message' object")
+        texts: list[str] = []
+        reasoning = optional_str(message, "reasoning_content", self.name) or optional_str(
+            message, "reasoning", self.name
+        )
+        if reasoning:
+            texts.append(reasoning)
+        content = optional_str(message, "content", self.name)
+        if content:
+            texts.append(content)
+        return texts
+
+
+class OpenAICompletionsAdapter(_OpenAIBase):
+    """POST /v1/completions: raw text or token-id prompts, no chat template."""
+
+    name = "openai-completions"
+    path = "/v1/completions"
+
+    def _prompt_fields(self, req: GenerationRequest) -> dict[str, Any]:
+        if req.messages is not None:
+            raise ValueError(f"messages: {self.name} takes a prompt, not chat messages")
+        if req.system is not None:
+            raise ValueError(f"system: {self.name} has no system prompt; put it in prompt")
+        if req.prompt_token_ids is not None:
+            return {"prompt": list(req.prompt_token_ids)}
+        return {"prompt": req.prompt}
+
+    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem]) -> None:
+        text = optional_str(choice, "text", self.name)
+        if text:
+            tokens = logprob_count(choice, "tokens") if choice.get("logprobs") else None
+            items.append(ContentDelta(text, tokens))
+
+    def _response_texts(self, choice: dict[str, Any]) -> list[str]:
+        text = optional_str(choice, "text", self.name)
+        return [text] if text else []
+
+
+def _openai_error(obj: dict[str, Any]) -> StreamError | None:
+    """vLLM/OpenAI errors: `{"error": {...}}`, or older vLLM `{"object": "error", ...}`."""
+    error = obj.get("error")
+    if error is not None:
+        return error_from(error)
+    if obj.get("object") == "error":
+        return error_from(obj)
+    return None
+
+
+def _openai_usage(usage: object) -> Usage:
+    if not isinstance(usage, dict):
+        raise ProtocolError("openai: 'usage' is not an object")
+    return Usage(
+        optional_count(usage, "prompt_tokens", "openai"),
+        optional_count(usage, "completion_tokens", "openai"),
+    )

@@ -1,0 +1,24 @@
+"""The results folder: the one place its file names are written down.
+
+    <results>/<UTC stamp>-<name>/
+        manifest.json        what ran, against what, how it ended (schema MANIFEST_SCHEMA)
+        records/*.jsonl      one crash-safe sink per load-generator process
+        requests.parquet     the records, consolidated at the end of the run
+        telemetry/*.jsonl    one sink per telemetry sampler
+        telemetry.parquet    the samples, consolidated
+        microbench.json      the GPU microbenchmarks, when a CUDA device was there
+        locust.log           Locust's own log (the cause of a refused run is read here)
+        report.html          the report
+"""
+
+from __future__ import annotations
+
+MANIFEST_FILE = "manifest.json"
+MANIFEST_SCHEMA = "zerohop.run"
+RECORDS_DIR = "records"
+REQUESTS_FILE = "requests.parquet"
+TELEMETRY_DIR = "telemetry"
+TELEMETRY_FILE = "telemetry.parquet"
+MICROBENCH_FILE = "microbench.json"
+LOCUST_LOG = "locust.log"
+REPORT_FILE = "report.html"

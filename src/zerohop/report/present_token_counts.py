@@ -1,0 +1,37 @@
+"""The report's token-count section: the client's count beside the server's usage."""
+
+from __future__ import annotations
+
+from zerohop.analysis.token_counts import TokenCounts
+from zerohop.report import formatting as fmt
+
+
+def token_count_section(counts: TokenCounts) -> dict[str, object] | None:
+    """The report's rows (strings as shown); None when no ok request was measured."""
+    if not counts.rows:
+        return None
+    rows = []
+    for row in counts.rows:
+        differences = ", ".join(f"{d:+d}: {n}" for d, n in row.output_differences if d != 0)
+        rows.append({
+            "workload": row.workload,
+            "output_compared": fmt.count(row.output_compared),
+            "client_output": fmt.count(row.client_output),
+            "server_output": fmt.count(row.server_output),
+            "output_difference": f"{row.output_difference:+,d} "
+                                 f"({fmt.signed_pct(row.output_difference_pct)})"
+            if row.output_compared else fmt.DASH,
+            "output_mismatched": fmt.count(row.output_mismatched) if row.output_compared
+            else fmt.DASH,
+            "output_differences": differences or fmt.DASH,
+            "input_compared": fmt.count(row.input_compared),
+            "asked_input": fmt.count(row.asked_input),
+            "server_input": fmt.count(row.server_input),
+            "input_difference": fmt.signed_pct(row.input_difference_pct)
+            if row.input_compared else fmt.DASH,
+            "input_median": fmt.signed_pct(row.input_median_error_pct),
+            "input_p95": fmt.pct(row.input_p95_abs_error_pct),
+            "input_within_one": fmt.pct(row.input_within_one * 100.0),
+            "sources": ", ".join(f"{s} {n}" for s, n in row.prompt_sources) or fmt.DASH,
+        })
+    return {"rows": rows, "flags": counts.flags}

@@ -1,0 +1,134 @@
+"""Locust as a child process: its command line, its log, the signals passed on to it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_WORKER_FAILED, RunError
+from zerohop.core.layout import LOCUST_LOG
+from zerohop.runner.plan import RunPlan
+from zerohop.storage import run_folder as results
+
+
+def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
+    from zerohop.shipped import loadtests_dir
+
+    cmd = [
+        sys.executable, "-m", "locust", "-f", str(loadtests_dir()), "--headless",
+        "-u", str(plan.users), "-r", str(max(plan.users, 1)), "-t", f"{int(plan.duration_s)}s",
+        "--host", host, "--stop-timeout", "5", "--csv", str(run_dir / "locust"),
+        "--only-summary", "--loglevel", "WARNING",
+        "--run-dir", str(run_dir), "--api", plan.api, "--slo", _slo_text(plan.slo),
+        "--telemetry", plan.telemetry, "--seed", str(plan.seed), "--no-embedded",
+    ]
+    for path in plan.workloads:
+        cmd += ["--workload", str(path)]
+    if plan.model:
+        cmd += ["--model", plan.model]
+    if plan.rate is not None:
+        cmd += ["--rate-override", str(plan.rate)]
+    if plan.workers:
+        cmd += ["--processes", str(plan.workers)]
+    cmd += plan.classes
+    return cmd
+
+
+def _slo_text(slo: dict[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in slo.items())
+
+
+def run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
+    from zerohop.loadgen.selection import announce_selection
+    from zerohop.runner.progress import follow_progress
+
+    cmd = locust_command(plan, host, run_dir)
+    log_path = run_dir / LOCUST_LOG
+    with open(log_path, "w") as log:
+        # its own session: a terminal's Ctrl-C reaches Locust once, through us
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                start_new_session=True)
+        with _forwarding_stop_signals(proc) as received:
+            announce_selection(proc.poll, run_dir)
+            follow_progress(proc, run_dir, plan.duration_s)
+            proc.wait()
+    relay_warnings(log_path)
+    code = proc.returncode
+    if received:
+        manifest = results.read_manifest(run_dir)
+        results.update_manifest(run_dir, status="interrupted", end_reason=received[0],
+                                locust_end_reason=manifest.get("end_reason"))
+        return 128 + int(getattr(signal, received[0]))
+    if code == EXIT_WORKER_FAILED and results.read_manifest(run_dir).get("workers_failed"):
+        return code  # a partial run: still summarised and reported (see _finish)
+    if code not in (0, 1):  # Locust exits 1 when any request failed
+        tail = log_path.read_text(errors="replace")[-1500:]
+        if "zerohop: error:" in tail:
+            line = tail[tail.rindex("zerohop: error:"):].splitlines()[0]
+            results.finish_manifest(run_dir, status="refused",
+                                    end_reason=line.removeprefix("zerohop: "))
+            raise RunError(line.removeprefix("zerohop: error: "), EXIT_BAD_INPUT)
+        raise RunError(f"locust exited with {code}; see {log_path}:\n{tail}", EXIT_BAD_INPUT)
+    return code
+
+
+WARNING_MARK = "zerohop: warning: "
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def last_error_line(log_path: Path) -> str:
+    """`: <the last exception line in Locust's log>`, or "" when it holds none: why a run
+    that recorded nothing sent nothing, in the one line that says so."""
+    if not log_path.is_file():
+        return ""
+    last, in_traceback = "", False
+    with open(log_path, errors="replace") as log:
+        for line in log:
+            if line.startswith(_TRACEBACK):
+                in_traceback = True
+            elif in_traceback and line.strip() and not line[0].isspace():
+                last, in_traceback = line.strip(), False  # the traceback's exception line
+    return f": {last[:200]}" if last else ""
+
+
+def relay_warnings(log_path: Path) -> None:
+    """The run's own one-line warnings (how prompts were sized, ...), logged by Locust's
+    processes, shown on the console once each: a user should not have to read the log."""
+    seen: list[str] = []
+    with open(log_path, errors="replace") as log:
+        for line in log:
+            if WARNING_MARK in line:
+                text = line[line.index(WARNING_MARK):].strip()
+                if text not in seen:
+                    seen.append(text)
+    for text in seen:
+        click.echo(text, err=True)
+
+
+@contextlib.contextmanager
+def _forwarding_stop_signals(proc: subprocess.Popen[bytes]) -> Iterator[list[str]]:
+    """While Locust runs, SIGINT/SIGTERM are passed on to it (it drains, writes its
+    records and quits) instead of killing us: the folder is then finished as usual."""
+    received: list[str] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        received.append(signal.Signals(signum).name)
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,136 @@
+"""One run from start to finish: the target, Locust, the optional microbenchmarks, then
+the summary, the report and the exit code (see `zerohop.core.exit_codes`)."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from zerohop.core.exit_codes import (
+    EXIT_INTERRUPTED_BASE,
+    EXIT_NO_SUCCESS,
+    EXIT_OK,
+    EXIT_SLO,
+    EXIT_UNREACHABLE,
+    EXIT_WORKER_FAILED,
+    RunError,
+    one_line,
+)
+from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE
+from zerohop.runner.locust_process import last_error_line, run_locust
+from zerohop.runner.plan import RunPlan
+from zerohop.storage import run_folder as results
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    exit_code: int
+    report: Path | None
+
+
+def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -> RunResult:
+    sim = None
+    host = plan.host
+    if host is None:
+        from zerohop.sim.embedded import start_embedded_target
+
+        try:
+            sim = start_embedded_target(plan.sim_args)
+        except Exception as exc:
+            raise RunError(f"the embedded target could not start: {one_line(exc)}",
+                           EXIT_UNREACHABLE) from None
+        host = sim.url
+    try:
+        check_reachable(host)
+        run_dir = results.new_run_dir(plan.results_dir, plan.name)
+        results.start_manifest(
+            run_dir, name=plan.name,
+            target={"url": host, "kind": kind or ("embedded" if sim else "external"),
+                    "api": plan.api},
+            workloads=[{"file": str(p)} for p in plan.workloads],
+            load={"mode": "open" if plan.rate else "closed", "users": plan.users,
+                  "rate_rps": plan.rate, "duration_s": plan.duration_s},
+            slo=plan.slo,
+            config={k: str(v) for k, v in vars(plan).items()},
+            locust={"workers": plan.workers},
+        )
+        if announce:
+            click.echo(f"zerohop: target {host} · results {run_dir}")
+        locust_code = run_locust(plan, host, run_dir)
+        if locust_code < EXIT_INTERRUPTED_BASE:
+            _maybe_microbench(plan, run_dir)
+    finally:
+        if sim is not None:
+            sim.stop()
+    return _finish(plan, run_dir, locust_code)
+
+
+def check_reachable(host: str) -> None:
+    """Exit 3 early, with one line, when nothing answers at the host."""
+    for path in ("/health", "/v1/models", "/"):
+        try:
+            with urllib.request.urlopen(host.rstrip("/") + path, timeout=5):
+                return
+        except urllib.error.HTTPError:
+            return  # something answers HTTP: reachable
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            last = f"{host} is unreachable: {reason}"
+            if isinstance(reason, ConnectionRefusedError | TimeoutError):
+                raise RunError(last, EXIT_UNREACHABLE) from None
+    raise RunError(last, EXIT_UNREACHABLE)
+
+
+def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
+    if plan.microbench == "off":
+        return
+    from zerohop.microbench.runner import cuda_available, run_microbench
+
+    available, reason = cuda_available()
+    if not available:
+        if plan.microbench == "on":
+            click.echo(f"zerohop: microbenchmarks skipped: {reason}")
+        return
+    run_microbench(run_dir / MICROBENCH_FILE, quick=True)
+
+
+def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
+    from zerohop.report.build import build_report
+    from zerohop.runner.console_summary import (
+        analyse,
+        no_success_reason,
+        print_summary,
+        slo_verdict,
+    )
+
+    analysis = analyse(run_dir)
+    verdict = slo_verdict(analysis)
+    print_summary(analysis, verdict)
+    report_path = build_report(run_dir) if plan.report else None
+    manifest = results.read_manifest(run_dir)
+    results.update_manifest(run_dir, slo_verdict=verdict)
+    if manifest.get("status") == "running":
+        results.finish_manifest(run_dir, status="completed", end_reason="finished")
+    if report_path is not None:
+        click.echo(f"report: {report_path}")
+    if locust_code >= EXIT_INTERRUPTED_BASE:  # 130 SIGINT, 143 SIGTERM
+        return RunResult(run_dir, locust_code, report_path)
+    failed_workers = results.read_manifest(run_dir).get("workers_failed") or []
+    if failed_workers:
+        from zerohop.loadgen.worker_health import summary_line
+
+        click.echo(f"zerohop: PARTIAL RUN: {summary_line(failed_workers)}; what it would "
+                   "have sent is missing from these figures", err=True)
+        return RunResult(run_dir, EXIT_WORKER_FAILED, report_path)
+    failed_all = no_success_reason(analysis)
+    if failed_all is not None:
+        if analysis.total.requests == 0:
+            failed_all += last_error_line(run_dir / LOCUST_LOG)
+        click.echo(f"zerohop: {failed_all}", err=True)
+        return RunResult(run_dir, EXIT_NO_SUCCESS, report_path)
+    return RunResult(run_dir, EXIT_SLO if verdict.get("failed") else EXIT_OK, report_path)

@@ -1,0 +1,294 @@
+"""vLLM V1-style scheduling of one engine's sequences over a paged KV cache.
+
+Each step schedules like vLLM V1:
+
+1. running sequences first, in order: a decoding sequence needs one token, a
+   sequence still prefilling needs the rest of its prompt (capped by the token budget,
+   i.e. chunked prefill). When the KV cache cannot grow, the last running sequence is
+   preempted (its blocks freed, recomputed later from the waiting queue's front);
+2. then, if nothing was preempted, waiting sequences are admitted (FCFS) while the
+   token budget, `max_num_seqs`, free KV blocks and LoRA slots allow.
+
+A step's duration is the step-cost model's (`step_cost.StepCostModel`) plus what LoRA
+adds, times the engine's `time_scale`. The scheduler has no clock and does no I/O: the
+engine says when a step starts (`schedule`) and when it ends (`complete`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+
+from zerohop.sim.config import ServedModelConfig
+from zerohop.sim.engine_counters import EngineCounters
+from zerohop.sim.kv_cache import BlockPool
+from zerohop.sim.lora import LoraSlots
+from zerohop.sim.profiles import GpuProfile, ModelProfile
+from zerohop.sim.sequence import EngineError, Sequence
+from zerohop.sim.step_cost import StepCostModel
+
+Batch = list[tuple[Sequence, int, int]]
+"""One step's work: (sequence, context tokens before the step, new tokens) each."""
+
+
+class Scheduler:
+    """The waiting queue, the running batch and what each step runs."""
+
+    def __init__(
+        self,
+        served: ServedModelConfig,
+        *,
+        model: ModelProfile,
+        gpu: GpuProfile,
+        pool: BlockPool,
+        lora: LoraSlots,
+        step_cost: StepCostModel,
+        stats: EngineCounters,
+    ) -> None:
+        self.engine_config = served.engine
+        self.lora_config = served.lora
+        self.time_scale = served.engine.time_scale
+        self.pool = pool
+        self.lora = lora
+        self.step_cost = step_cost
+        self.stats = stats
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.lora_load_ms = _lora_load_ms(served, model, gpu)
+        self.lora_load_bytes = model.lora_bytes(16)  # PCIe traffic of one cold load
+        self._last_end_ns = -1
+
+    def submit(self, seq: Sequence) -> None:
+        self.waiting.append(seq)
+
+    def abort(self, seq: Sequence) -> None:
+        """The client went away (or a fault ended the stream): free everything."""
+        if seq.done:
+            return
+        seq.done = True
+        self.stats.aborted_total += 1
+        self._remove(seq)
+
+    # --- scheduling -----------------------------------------------------------------
+    def schedule(self, now_ns: int) -> tuple[Batch, float, float, float]:
+        """The step starting at `now_ns`: its batch, then its cost, compute and PCIe
+        bytes received (an empty batch: nothing can run)."""
+        ec = self.engine_config
+        budget = ec.max_num_batched_tokens
+        pool = self.pool
+        batch: Batch = []
+        preempted = False
+        running = self.running
+        block_size = pool.block_size
+        append = batch.append
+        i = 0
+        while i < len(running) and budget > 0:
+            seq = running[i]
+            if seq.paused_until_ns > now_ns:
+                i += 1
+                continue
+            computed = seq.num_computed
+            new = seq.prompt_tokens + seq.num_output - computed
+            if new == 1 and computed < seq.blocks * block_size:
+                append((seq, computed, 1))  # the common decode step: no new block needed
+                budget -= 1
+                i += 1
+                continue
+            new = min(new, budget)
+            if new <= 0:
+                i += 1
+                continue
+            target = computed + new
+            while True:
+                grown = pool.try_grow(seq.blocks, target)
+                if grown is not None:
+                    seq.blocks = grown
+                    break
+                if pool.blocks_for(target) > pool.num_blocks or len(running) == 1:
+                    self._fail(seq, _out_of_memory(seq, pool))
+                    seq = None  # type: ignore[assignment]
+                    break
+                victim = running[-1]
+                self._preempt(victim)
+                preempted = True
+                if victim is seq:
+                    seq = None  # type: ignore[assignment]
+                    break
+            if seq is None:
+                continue  # `running` shrank; index i now points at the next one
+            batch.append((seq, seq.num_computed, new))
+            budget -= new
+            i += 1
+        cold_loads = 0
+        if not preempted and self.waiting:
+            cold_loads, budget = self._admit(now_ns, budget, batch)
+        if not batch:
+            return batch, 0.0, 0.0, 0.0
+        step_s, compute_s, _memory_s = self.step_cost.step_s([(c, n) for _, c, n in batch])
+        if self.lora.known:
+            step_s += self._lora_cost_s(batch, cold_loads)
+        rx = 4.0 * (ec.max_num_batched_tokens - budget) + 64.0 * len(batch) + 16384.0
+        if cold_loads:
+            rx += cold_loads * self.lora_load_bytes
+        return batch, step_s * self.time_scale, compute_s * self.time_scale, rx
+
+    def _admit(self, now_ns: int, budget: int, batch: Batch) -> tuple[int, int]:
+        ec = self.engine_config
+        pool = self.pool
+        skipped: list[Sequence] = []
+        cold_loads = 0
+        in_use = {s.adapter for s in self.running if s.adapter is not None}
+        while self.waiting and budget > 0 and len(self.running) < ec.max_num_seqs:
+            seq = self.waiting.popleft()
+            if seq.paused_until_ns > now_ns:
+                skipped.append(seq)
+                continue
+            new = min(seq.prompt_tokens + seq.num_output - seq.num_computed, budget)
+            grown = pool.try_grow(seq.blocks, seq.num_computed + new)
+            if grown is None:
+                self.waiting.appendleft(seq)  # the cache is full: the queue waits
+                break
+            if seq.adapter is not None:
+                loaded = self.lora.acquire(seq.adapter, in_use)
+                if loaded is None:
+                    pool.release(grown - seq.blocks)
+                    skipped.append(seq)
+                    continue
+                if loaded:
+                    cold_loads += 1
+                    self.stats.lora_loads_total += 1
+                in_use.add(seq.adapter)
+            seq.blocks = grown
+            if seq.first_scheduled_ns is None:
+                seq.first_scheduled_ns = now_ns
+                self.stats.queue_time.observe((now_ns - seq.arrival_ns) / 1e9)
+            self.running.append(seq)
+            batch.append((seq, seq.num_computed, new))
+            budget -= new
+        self.waiting.extendleft(reversed(skipped))
+        return cold_loads, budget
+
+    def _lora_cost_s(self, batch: Batch, cold_loads: int) -> float:
+        adapters = {s.adapter for s, _, _ in batch if s.adapter is not None}
+        if not adapters and not cold_loads:
+            return 0.0
+        lc = self.lora_config
+        cost_ms = lc.step_overhead_ms if adapters else 0.0
+        distinct = len(adapters) + (1 if any(s.adapter is None for s, _, _ in batch) else 0)
+        cost_ms += lc.mixed_batch_ms_per_adapter * max(0, distinct - 1)
+        if cold_loads:
+            cost_ms += cold_loads * self.lora_load_ms
+        for adapter in adapters:
+            self.lora.touch(adapter)
+        return cost_ms / 1e3
+
+    def _preempt(self, seq: Sequence) -> None:
+        limit = self.engine_config.max_preemptions
+        if limit is not None and seq.preemptions >= limit:
+            seq.preemptions += 1
+            self.stats.preemptions_total += 1
+            self.stats.oom_failures_total += 1
+            self._fail(seq, _out_of_memory_preempted(seq, limit))
+            return
+        self.running.remove(seq)
+        self.pool.release(seq.blocks)
+        seq.blocks = 0
+        seq.num_computed = 0
+        seq.preemptions += 1
+        self.stats.preemptions_total += 1
+        self.waiting.appendleft(seq)
+
+    def _fail(self, seq: Sequence, error: EngineError) -> None:
+        seq.done = True
+        self._remove(seq)
+        seq.sink.on_error(seq, error)
+
+    def _remove(self, seq: Sequence) -> None:
+        if seq in self.running:
+            self.running.remove(seq)
+        else:
+            with contextlib.suppress(ValueError):
+                self.waiting.remove(seq)
+        self.pool.release(seq.blocks)
+        seq.blocks = 0
+
+    # --- step completion ----------------------------------------------------------------
+    def complete(self, batch: Batch, end_ns: int, written: list[int]) -> None:
+        """Sample this step's tokens (already written where prepared) and hand them to
+        the sinks, then the step's statistics."""
+        prev_end = self._last_end_ns
+        steady_itl = 0  # tokens whose previous token came from the previous step
+        firsts: list[Sequence] = []
+        finished_seqs: list[Sequence] = []
+        other_itls: list[int] = []
+        for (seq, _context, new), written_ns in zip(batch, written, strict=True):
+            if seq.done:
+                continue  # aborted while the step ran
+            computed = seq.num_computed + new
+            seq.num_computed = computed
+            n = seq.num_output
+            if computed < seq.prompt_tokens + n:
+                continue  # a prefill chunk: no token yet
+            n += 1
+            seq.num_output = n
+            last = seq.last_token_ns
+            if n == 1:
+                seq.first_token_ns = end_ns
+                firsts.append(seq)
+            elif last == prev_end:
+                steady_itl += 1
+            elif last is not None:
+                other_itls.append(end_ns - last)
+            seq.last_token_ns = end_ns
+            if n >= seq.target_output:
+                seq.done = True
+                seq.finish_reason = seq.planned_finish_reason
+                finished_seqs.append(seq)
+                seq.sink.on_token(seq, end_ns, True, written_ns)
+            else:
+                if n == seq.pause_after_tokens:
+                    seq.paused_until_ns = end_ns + seq.pause_ns
+                seq.sink.on_token(seq, end_ns, False, written_ns)
+        self._last_end_ns = end_ns
+        stats = self.stats
+        stats.generation_tokens_total += steady_itl + len(firsts) + len(other_itls)
+        if steady_itl:
+            stats.itl.observe_n((end_ns - prev_end) / 1e9, steady_itl)
+        for gap in other_itls:
+            stats.itl.observe(gap / 1e9)
+        for seq in firsts:
+            stats.prompt_tokens_total += seq.prompt_tokens
+            stats.ttft.observe((end_ns - seq.arrival_ns) / 1e9)
+        for seq in finished_seqs:
+            stats.success_total[seq.finish_reason or "length"] += 1
+            stats.e2e.observe((end_ns - seq.arrival_ns) / 1e9)
+            if seq.blocks or seq in self.running:
+                self._remove(seq)
+
+
+def _lora_load_ms(served: ServedModelConfig, model: ModelProfile, gpu: GpuProfile) -> float:
+    """Loading one adapter: the configured time, or its bytes over PCIe plus 5 ms."""
+    lc = served.lora
+    if lc.load_ms is not None:
+        return lc.load_ms
+    rank = max((a.rank for a in lc.adapters), default=16)
+    return 5.0 + model.lora_bytes(rank) / (gpu.pcie_gbps * 1e9) * 1e3
+
+
+def _out_of_memory(seq: Sequence, pool: BlockPool) -> EngineError:
+    return EngineError(
+        "out_of_memory",
+        f"KV cache exhausted: request {seq.request_id} needs "
+        f"{pool.blocks_for(seq.num_computed + 1)} blocks of {pool.num_blocks}; "
+        "nothing left to preempt",
+        status=500,
+    )
+
+
+def _out_of_memory_preempted(seq: Sequence, limit: int) -> EngineError:
+    return EngineError(
+        "out_of_memory",
+        f"KV cache exhausted: request {seq.request_id} was preempted {seq.preemptions} "
+        f"time(s) (limit {limit}) and is aborted; reduce load, context or max_tokens",
+        status=500,
+    )
