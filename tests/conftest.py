@@ -151,7 +151,7 @@ def _guarded_phase(item: pytest.Item) -> Iterator[None]:
 
 def pytest_configure(config: pytest.Config) -> None:
     """The standard library runs `uname -p` the first time anything asks for the platform
-    (results.py's machine info does); ask once here, so the rule judges what a test
+    (storage/run_folder.py's machine info does); ask once here, so the rule judges what a test
     starts, not whether it happened to be the first to ask."""
     platform.platform()
     platform.processor()

@@ -1,4 +1,4 @@
-"""The client's token counts beside the server's usage (report/token_counts.py)."""
+"""The client's token counts beside the server's usage (analysis/token_counts.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,6 @@ error, and the content events per second the client sustained.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -27,17 +26,13 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))  # the workload it shares with tests/loadgen
 
+from tests.loadgen.fidelity_workload import fidelity_workload  # noqa: E402
+
+from zerohop.analysis.fidelity_check import joined_requests  # noqa: E402
 from zerohop.sim.embedded import start_embedded_target  # noqa: E402
-
-WORKLOAD = """
-kind: short_query_flood
-name: fidelity
-input_tokens: 64
-max_tokens: {tokens}
-ignore_eos: true
-load: {{kind: closed, users: {users}}}
-"""
+from zerohop.storage.selfcheck_files import read_ground_truth  # noqa: E402
 
 
 def run_point(streams: int, tokens: int, duration_s: int, time_scale: float, telemetry: str,
@@ -45,7 +40,7 @@ def run_point(streams: int, tokens: int, duration_s: int, time_scale: float, tel
     workdir = Path(tempfile.mkdtemp(prefix=f"s{streams}-", dir=workdir))  # repeats allowed
     gt = workdir / "gt.jsonl"
     wl = workdir / "wl.yaml"
-    wl.write_text(WORKLOAD.format(tokens=tokens, users=streams))
+    wl.write_text(fidelity_workload(tokens, streams))
     results = workdir / "results"
     with start_embedded_target(["--time-scale", str(time_scale), "--max-num-seqs", "1024"],
                                ground_truth=gt) as sim:
@@ -60,11 +55,7 @@ def run_point(streams: int, tokens: int, duration_s: int, time_scale: float, tel
         subprocess.run(cmd, check=True, capture_output=True, timeout=duration_s + 120)
     run_dir = next(p for p in results.iterdir() if p.is_dir())
     client = pd.read_parquet(run_dir / "requests.parquet")
-    server = pd.DataFrame([json.loads(line) for line in gt.read_text().splitlines() if line])
-    df = client.merge(server, on="request_id", suffixes=("", "_srv"))
-    df = df[(df.outcome == "ok")]
-    t0 = df.sent_ts.min()
-    df = df[df.sent_ts > t0 + 3.0]  # skip the ramp-up
+    df = joined_requests(client, read_ground_truth(gt), warmup_s=3.0)  # skip the ramp-up
     ttft_err = (df.first_content_ts - df.first_token_ts) * 1000.0
     end_err = (df.end_ts - df.last_token_ts) * 1000.0
     events = df.content_events.sum()

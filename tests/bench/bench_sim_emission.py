@@ -26,6 +26,7 @@ import statistics
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,21 +85,9 @@ def main() -> None:
             f"prompt {args.prompt_tokens} tok, {args.max_tokens} tok answers"
         )
         queue: mp.Queue[dict[str, Any]] = mp.Queue()
-        client = mp.Process(
-            target=_client_process,
-            args=(
-                sim.port,
-                args.streams,
-                args.warmup,
-                args.duration,
-                args.prompt_tokens,
-                args.max_tokens,
-                args.model,
-                args.client_core,
-                sim.url,
-                queue,
-            ),
-        )
+        load = ClientLoad(sim.port, args.streams, args.warmup, args.duration,
+                          args.prompt_tokens, args.max_tokens, args.model, sim.url)
+        client = mp.Process(target=_client_process, args=(load, args.client_core, queue))
         client.start()
         sim_process = psutil.Process(sim.pid)
         time.sleep(args.warmup)
@@ -131,18 +120,21 @@ def _get_json(url: str, method: str = "GET") -> dict:
 
 
 # --- the client process ------------------------------------------------------------
-def _client_process(
-    port: int,
-    streams: int,
-    warmup: float,
-    duration: float,
-    prompt: int,
-    max_tokens: int,
-    model: str,
-    core: int,
-    url: str,
-    queue: mp.Queue,
-) -> None:
+@dataclass(frozen=True)
+class ClientLoad:
+    """What the client process drives: `streams` closed-loop streams against the sim."""
+
+    port: int
+    streams: int
+    warmup: float
+    duration: float
+    prompt: int
+    max_tokens: int
+    model: str
+    url: str
+
+
+def _client_process(load: ClientLoad, core: int, queue: mp.Queue) -> None:
     _pin(0, core)
     try:
         import uvloop
@@ -150,20 +142,13 @@ def _client_process(
         runner: Any = uvloop.run
     except ImportError:
         runner = asyncio.run
-    result = runner(_drive(port, streams, warmup, duration, prompt, max_tokens, model, url))
+    result = runner(_drive(load))
     queue.put(result)
 
 
-async def _drive(
-    port: int,
-    streams: int,
-    warmup: float,
-    duration: float,
-    prompt: int,
-    max_tokens: int,
-    model: str,
-    url: str,
-) -> dict[str, Any]:
+async def _drive(load: ClientLoad) -> dict[str, Any]:
+    port, streams, warmup, duration = load.port, load.streams, load.warmup, load.duration
+    model, prompt, max_tokens, url = load.model, load.prompt, load.max_tokens, load.url
     body = json.dumps(
         {
             "model": model,

@@ -162,3 +162,73 @@ def test_server_timing_is_kept_and_read_per_entry() -> None:
                      end_ns=6 * MS, end=END_COMPLETE)
     r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
     assert r.server_timing == header
+
+
+# --- reasoning and tool calls -------------------------------------------------------
+def delta_chunk(delta: dict[str, object]) -> bytes:
+    obj = {"id": "x", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def replay_chat(reads: list[tuple[int, bytes]]) -> RequestRecord:
+    reads = [*reads, (reads[-1][0] + MS, b"data: [DONE]\n\n")]
+    ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=reads[-1][0], end=END_COMPLETE)
+    return build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+
+
+def test_ttfo_is_the_first_answer_token_after_the_thinking() -> None:
+    r = replay_chat([
+        (5 * MS, chat_chunk(role=True)),
+        (10 * MS, delta_chunk({"reasoning_content": "think"})),
+        (20 * MS, delta_chunk({"reasoning_content": " more"})),
+        (35 * MS, chat_chunk("answer")),
+    ])
+    assert r.ttft_ms == pytest.approx(10.0)
+    assert r.ttfo_ms == pytest.approx(35.0)
+    assert r.reasoning_tokens == 2 and r.output_tokens == 3 and r.tool_calls == 0
+
+
+def test_without_thinking_ttfo_equals_ttft() -> None:
+    r = replay_chat([(5 * MS, chat_chunk(role=True)), (12 * MS, chat_chunk("a"))])
+    assert r.ttfo_ms == r.ttft_ms == pytest.approx(12.0)
+    assert r.reasoning_tokens == 0
+
+
+def test_thinking_without_an_answer_has_no_ttfo() -> None:
+    r = replay_chat([(10 * MS, delta_chunk({"reasoning": "cut off by max_tokens"}))])
+    assert r.ttft_ms == pytest.approx(10.0)
+    assert r.ttfo_ms is None
+    assert r.reasoning_tokens == 1
+
+
+def test_reported_reasoning_tokens_win_unless_zero_beside_streamed_thinking() -> None:
+    def usage(reasoning: int) -> bytes:
+        obj = {"choices": [], "usage": {"completion_tokens": 9,
+               "completion_tokens_details": {"reasoning_tokens": reasoning}}}
+        return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+    thinking = (10 * MS, delta_chunk({"reasoning_content": "t"}))
+    answer = (20 * MS, chat_chunk("a"))
+    assert replay_chat([thinking, answer, (21 * MS, usage(7))]).reasoning_tokens == 7
+    assert replay_chat([thinking, answer, (21 * MS, usage(0))]).reasoning_tokens == 1
+    assert replay_chat([answer, (21 * MS, usage(0))]).reasoning_tokens == 0
+
+
+def test_tool_calls_are_counted_once_each_and_their_arguments_time_the_answer() -> None:
+    def call(index: int, *, name: str | None = None, arguments: str = "") -> bytes:
+        function: dict[str, object] = {"arguments": arguments}
+        if name is not None:
+            function["name"] = name
+        return delta_chunk({"tool_calls": [{"index": index, "function": function}]})
+
+    r = replay_chat([
+        (5 * MS, delta_chunk({"reasoning_content": "plan"})),
+        (10 * MS, call(0, name="f")),  # opens the call: not content yet
+        (15 * MS, call(0, arguments="{}")),
+        (20 * MS, call(1, name="g", arguments="{")),
+        (25 * MS, call(1, name="g", arguments="}")),  # a repeated name is the same call
+    ])
+    assert r.tool_calls == 2
+    assert r.ttft_ms == pytest.approx(5.0)
+    assert r.ttfo_ms == pytest.approx(15.0)
+    assert r.content_events == 4

@@ -20,12 +20,14 @@ from hypothesis import strategies as st
 from zerohop.client.adapters import create_adapter
 from zerohop.client.protocols import (
     ContentDelta,
+    DecodedResponse,
     GenerationRequest,
     HttpRequest,
     ProtocolError,
     StreamError,
     StreamItem,
     Terminator,
+    ToolCall,
     Usage,
     api_key_from_env,
 )
@@ -45,9 +47,22 @@ def load_golden(path: Path) -> tuple[bytes, dict[str, Any]]:
     return path.with_suffix(".sse").read_bytes(), spec
 
 
+# fields a fixture names only when they differ from these values (README.md)
+QUIET_DEFAULTS = {"reasoning": False, "reasoning_tokens": None, "cached_tokens": None}
+ITEM_TYPES = {
+    ContentDelta: "content",
+    ToolCall: "tool_call",
+    Usage: "usage",
+    StreamError: "error",
+    Terminator: "terminator",
+}
+
+
 def item_json(item: StreamItem) -> dict[str, Any]:
-    kind = {ContentDelta: "content", Usage: "usage", StreamError: "error", Terminator: "terminator"}
-    return {"type": kind[type(item)], **asdict(item)}
+    fields = {
+        k: v for k, v in asdict(item).items() if k not in QUIET_DEFAULTS or v != QUIET_DEFAULTS[k]
+    }
+    return {"type": ITEM_TYPES[type(item)], **fields}
 
 
 def decode_stream(api: str, chunks: list[bytes], *, stateless: bool = False) -> list[StreamItem]:
@@ -72,6 +87,15 @@ def chat_request(**overrides: Any) -> GenerationRequest:
     fields: dict[str, Any] = {"model": "m", "max_tokens": 16, "prompt": "Hi"}
     fields.update(overrides)
     return GenerationRequest(**fields)
+
+
+def streaming_headers(request_id: str) -> dict[str, str]:
+    """The headers every API's streaming request carries, before its own auth headers."""
+    return {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "x-request-id": request_id,
+    }
 
 
 def body_of(request: HttpRequest) -> dict[str, Any]:
@@ -158,7 +182,71 @@ def test_openai_multiple_choices_each_count() -> None:
 def test_reasoning_and_content_in_one_delta_are_both_content() -> None:
     chat = create_adapter("openai-chat")
     data = '{"choices":[{"delta":{"reasoning":"think","content":"say"}}]}'
-    assert chat.decode_event(ev(data)) == [ContentDelta("think"), ContentDelta("say")]
+    assert chat.decode_event(ev(data)) == [
+        ContentDelta("think", reasoning=True),
+        ContentDelta("say"),
+    ]
+
+
+def test_a_tool_call_is_opened_by_the_entry_naming_its_function() -> None:
+    """A name-only entry opens a call without being content; fragments repeating the
+    name (TGI) or carrying only `index` do not open another; parallel calls and
+    choices are told apart by their indexes."""
+    chat = create_adapter("openai-chat")
+    name_only = '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a",' \
+        '"type":"function","function":{"name":"f","arguments":""}}]}}]}'
+    assert chat.decode_event(ev(name_only)) == [ToolCall("0:0")]
+    fragment = '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,' \
+        '"function":{"arguments":"{}"}}]}}]}'
+    assert chat.decode_event(ev(fragment)) == [ContentDelta("{}")]
+    parallel = '{"choices":[{"index":1,"delta":{"tool_calls":[' \
+        '{"index":0,"function":{"name":"f","arguments":"{"}},' \
+        '{"index":1,"function":{"name":"g","arguments":"}"}},' \
+        '{"function":{"name":null}},"junk"]}}]}'
+    assert chat.decode_event(ev(parallel)) == [
+        ToolCall("1:0"),
+        ToolCall("1:1"),
+        ContentDelta("{}"),
+    ]
+
+
+def test_anthropic_tool_use_block_opens_a_tool_call() -> None:
+    adapter = create_adapter("anthropic")
+    start = '{"type":"content_block_start","index":2,"content_block":{"type":"tool_use",' \
+        '"id":"toolu_1","name":"f","input":{}}}'
+    assert adapter.decode_event(ev(start)) == [ToolCall("2")]
+    text = '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
+    assert adapter.decode_event(ev(text)) == []
+    odd = '{"type":"content_block_start","index":0,"content_block":"tool_use"}'
+    assert adapter.decode_event(ev(odd)) == []
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ('{"completion_tokens":9,"completion_tokens_details":{"reasoning_tokens":6}}', 6),
+        ('{"completion_tokens":9,"reasoning_tokens":5}', 5),  # SGLang's UsageInfo
+        ('{"completion_tokens":9,"completion_tokens_details":null}', None),
+        ('{"completion_tokens":9,"completion_tokens_details":{"audio_tokens":0}}', None),
+    ],
+)
+def test_openai_usage_reasoning_tokens(usage: str, expected: int | None) -> None:
+    items = create_adapter("openai-chat").decode_event(ev(f'{{"choices":[],"usage":{usage}}}'))
+    assert items == [Usage(None, 9, expected)]
+
+
+def test_openai_usage_rejects_a_bad_reasoning_count() -> None:
+    data = '{"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":"6"}}}'
+    with pytest.raises(ProtocolError, match="reasoning_tokens"):
+        create_adapter("openai-chat").decode_event(ev(data))
+
+
+def test_stream_decoder_keeps_the_latest_reasoning_count() -> None:
+    decoder = create_adapter("openai-chat").new_stream_decoder()
+    details = '{"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":4}}}'
+    assert decoder.decode_event(ev(details)) == [Usage(None, None, 4)]
+    later = decoder.decode_event(ev('{"choices":[],"usage":{"prompt_tokens":2}}'))
+    assert later == [Usage(2, None, 4)]
 
 
 def test_openai_stream_decoder_keeps_latest_counts() -> None:
@@ -182,6 +270,8 @@ def test_stream_decoders_do_not_share_state() -> None:
     ("delta", "expected"),
     [
         ('{"type":"text_delta","text":""}', []),
+        ('{"type":"text_delta","text":"a"}', [ContentDelta("a")]),
+        ('{"type":"thinking_delta","thinking":"t"}', [ContentDelta("t", reasoning=True)]),
         ('{"type":"input_json_delta","partial_json":"{\\"a\\": 1"}', [ContentDelta('{"a": 1')]),
         ('{"type":"signature_delta","signature":"xyz"}', []),
         ('{"type":"citations_delta","citation":{}}', []),
@@ -328,17 +418,35 @@ def test_decode_response_per_api() -> None:
     chat = b"""{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":
         "assistant","reasoning_content":"hmm ","content":"Hello"},"finish_reason":"stop"}],
         "usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"""
-    assert create_adapter("openai-chat").decode_response(chat) == ("hmm Hello", Usage(3, 4))
+    assert create_adapter("openai-chat").decode_response(chat) == DecodedResponse(
+        "hmm Hello", Usage(3, 4)
+    )
     comp = b'{"choices":[{"index":0,"text":" fox","finish_reason":"length"}]}'
-    assert create_adapter("openai-completions").decode_response(comp) == (
-        " fox",
-        Usage(None, None),
+    assert create_adapter("openai-completions").decode_response(comp) == DecodedResponse(
+        " fox", Usage(None, None)
     )
     msg = b"""{"id":"msg_1","type":"message","role":"assistant","content":[
         {"type":"thinking","thinking":"sum ","signature":"abc"},{"type":"text","text":"4"},
         {"type":"tool_use","id":"t","name":"f","input":{}}],"stop_reason":"end_turn",
         "usage":{"input_tokens":10,"output_tokens":2}}"""
-    assert create_adapter("anthropic").decode_response(msg) == ("sum 4", Usage(10, 2))
+    assert create_adapter("anthropic").decode_response(msg) == DecodedResponse(
+        "sum 4", Usage(10, 2), tool_calls=1
+    )
+
+
+def test_decode_response_counts_tool_calls() -> None:
+    chat = b"""{"choices":[{"index":0,"message":{"role":"assistant","content":null,
+        "tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},
+        {"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]},
+        "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":9,
+        "completion_tokens_details":{"reasoning_tokens":5}}}"""
+    assert create_adapter("openai-chat").decode_response(chat) == DecodedResponse(
+        "", Usage(3, 9, 5), tool_calls=2
+    )
+    msg = b"""{"type":"message","content":[{"type":"tool_use","id":"t1","name":"f",
+        "input":{}},{"type":"tool_use","id":"t2","name":"f","input":{}}],
+        "stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":8}}"""
+    assert create_adapter("anthropic").decode_response(msg).tool_calls == 2
 
 
 @pytest.mark.parametrize(
@@ -363,9 +471,7 @@ def test_openai_chat_request() -> None:
     http = create_adapter("openai-chat").build_request(req, api_key=SECRET, request_id="r-1")
     assert (http.method, http.path) == ("POST", "/v1/chat/completions")
     assert http.headers == {
-        "content-type": "application/json",
-        "accept": "text/event-stream",
-        "x-request-id": "r-1",
+        **streaming_headers("r-1"),
         "authorization": f"Bearer {SECRET}",
     }
     assert body_of(http) == {
@@ -437,9 +543,7 @@ def test_anthropic_request() -> None:
     http = create_adapter("anthropic").build_request(req, api_key=SECRET, request_id="r-3")
     assert (http.method, http.path) == ("POST", "/v1/messages")
     assert http.headers == {
-        "content-type": "application/json",
-        "accept": "text/event-stream",
-        "x-request-id": "r-3",
+        **streaming_headers("r-3"),
         "anthropic-version": "2023-06-01",
         "x-api-key": SECRET,
     }

@@ -5,8 +5,10 @@ Every fixture with a `record` section (tests/fixtures/streams/README.md) is repl
 one read per SSE block (the bytes up to and including each blank line), each read a
 millisecond after the previous one. The record must then say: TTFT lands on the read
 holding the first generated token (`first_token_in`), never on a role-only or empty
-chunk, a comment, a ping or a usage chunk; how many content events there were; the
-output and input tokens and where the output count came from; the outcome.
+chunk, a comment, a ping or a usage chunk; TTFO on the read holding the first answer
+token after any thinking (`first_answer_in`, the first token when absent); how many
+content events there were; the output, input and reasoning tokens and where the output
+count came from; how many tool calls the response made; the outcome.
 """
 
 from __future__ import annotations
@@ -72,6 +74,33 @@ def test_first_token_is_the_first_generated_content(path: Path) -> None:
     first = next(i for i, block in enumerate(blocks) if want.encode() in block)
     assert record.ttft_ms == pytest.approx((first + 1) * NS_PER_READ / 1e6)
     assert record.first_content_ts == pytest.approx((first + 1) * NS_PER_READ / 1e9)
+
+
+@pytest.mark.parametrize("path", CONTRACTS, ids=lambda p: p.stem)
+def test_first_output_token_is_the_first_answer_after_thinking(path: Path) -> None:
+    record, blocks, spec = replay(path)
+    want = spec["record"].get("first_answer_in", spec["record"]["first_token_in"])
+    first = next(i for i, block in enumerate(blocks) if want.encode() in block)
+    assert record.ttfo_ms == pytest.approx((first + 1) * NS_PER_READ / 1e6)
+    assert record.ttft_ms is not None and record.ttfo_ms >= record.ttft_ms
+
+
+@pytest.mark.parametrize("path", CONTRACTS, ids=lambda p: p.stem)
+def test_reasoning_tokens_and_tool_calls(path: Path) -> None:
+    record, _, spec = replay(path)
+    assert record.reasoning_tokens == spec["record"].get("reasoning_tokens", 0)
+    assert record.tool_calls == spec["record"].get("tool_calls", 0)
+
+
+def test_the_shapes_of_thinking_and_tool_calls_have_contracts() -> None:
+    """Every way a server streams thinking or a tool call is replayed above."""
+    records = {p.stem: json.loads(p.read_text())["record"] for p in CONTRACTS}
+    thinking = {s for s, r in records.items() if r.get("first_answer_in")}
+    tools = {s for s, r in records.items() if r.get("tool_calls")}
+    assert {"vllm_chat_reasoning_logprobs", "vllm_chat_reasoning_tool_calls"} <= thinking
+    assert {"anthropic_thinking", "anthropic_thinking_tool_use"} <= thinking
+    assert {"openai_chat_tool_calls", "anthropic_tool_use_first"} <= tools
+    assert records["openai_chat_reasoning_usage"]["reasoning_tokens"] > 0
 
 
 @pytest.mark.parametrize("path", CONTRACTS, ids=lambda p: p.stem)

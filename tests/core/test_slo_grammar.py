@@ -154,3 +154,16 @@ def test_goodput_counts_the_requests_request_meets_accepts() -> None:
     assert expected == [True, False, True, False, False]
     assert good_mask(frame, itl, targets).tolist() == expected
     assert np.array_equal(good_mask(frame, itl, []), np.ones(len(rows), dtype=bool))
+
+
+def test_ttfo_is_a_latency_an_slo_may_name() -> None:
+    """The first answer token after reasoning: `ttfo_p99_ms` judges it like TTFT."""
+    (target,) = parse_slo_text("ttfo_p99_ms=800")
+    assert (target.column, target.statistic, target.threshold_ms) == ("ttfo_ms", "p99", 800.0)
+    rows = [
+        {"request_id": f"r{i}", "workload": "a", "outcome": "ok", "ttft_ms": 10.0,
+         "ttfo_ms": ttfo, "e2e_ms": 900.0, "itl_ms": []}
+        for i, ttfo in enumerate([300.0, 900.0])
+    ]
+    frame, itl = frame_from_rows(rows)
+    assert good_mask(frame, itl, [target]).tolist() == [True, False]

@@ -19,22 +19,21 @@ test asks for a quarter of that, scaled by the write cost it measures first.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from tests.loadgen.conftest import LOADTESTS, only_run_dir
+from tests.loadgen.fidelity_workload import fidelity_workload
+from zerohop.analysis.fidelity_check import TimingErrors, timing_errors
 from zerohop.sim.embedded import start_embedded_target
+from zerohop.storage.selfcheck_files import read_client_timings, read_ground_truth
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -46,28 +45,6 @@ REFERENCE_WRITE_US = 3.0
 REFERENCE_EVENTS_PER_S = 30_000.0
 LOAD_SHARE = 0.25
 STEP_S_AT_SCALE_1 = 0.008  # the default engine's decode step at 50-200 streams
-
-WORKLOAD = """
-kind: short_query_flood
-name: fidelity
-input_tokens: 64
-max_tokens: {tokens}
-ignore_eos: true
-load: {{kind: closed, users: {users}}}
-"""
-
-
-@dataclass(frozen=True)
-class Errors:
-    requests: int
-    tokens: int
-    events_per_s: float
-    ttft_p99_ms: float
-    e2e_p99_ms: float
-    itl_p99_ms: float
-
-    def worst_ms(self) -> float:
-        return max(self.ttft_p99_ms, self.e2e_p99_ms, self.itl_p99_ms)
 
 
 def loopback_write_us(sockets: int = 64, bursts: int = 40) -> float:
@@ -115,13 +92,13 @@ def _pin_process(pid: int, cpu: int) -> None:
             os.sched_setaffinity(int(task), {cpu})
 
 
-def measure(tmp_path: Path, streams: int, *, hog: bool = False) -> Errors:
+def measure(tmp_path: Path, streams: int, *, hog: bool = False) -> TimingErrors:
     write_us = loopback_write_us()
     scale = time_scale_for(streams, write_us)
     work = tmp_path / f"{streams}{'-hog' if hog else ''}"
     work.mkdir()
     truth, workload = work / "truth.jsonl", work / "w.yaml"
-    workload.write_text(WORKLOAD.format(tokens=TOKENS, users=streams))
+    workload.write_text(fidelity_workload(TOKENS, streams))
     cpus = sorted(os.sched_getaffinity(0))
     sim_args = ["--time-scale", f"{scale:.3f}", "--max-num-seqs", "1024",
                 "--ground-truth-token-lags"]
@@ -147,34 +124,16 @@ def measure(tmp_path: Path, streams: int, *, hog: bool = False) -> Errors:
     return join_errors(only_run_dir(work / "results"), truth)
 
 
-def join_errors(run_dir: Path, truth: Path) -> Errors:
-    client = pd.read_parquet(run_dir / "requests.parquet")
-    server = pd.DataFrame([json.loads(line) for line in truth.read_text().splitlines() if line])
-    df = client.merge(server, on="request_id", suffixes=("", "_srv"))
-    df = df[(df.outcome == "ok") & (df.outcome_srv == "ok")]
-    df = df[df.sent_ts > df.sent_ts.min() + RAMP_S]
-    assert len(df) >= 50, f"only {len(df)} requests to judge"
-    ttft = (df.first_content_ts - df.first_token_ts).to_numpy() * 1e3
-    e2e = (df.end_ts - df.last_token_ts).to_numpy() * 1e3
-    itl_errors: list[np.ndarray] = []
-    for itl, events, token_ts in zip(df.itl_ms, df.content_events, df.token_ts, strict=True):
-        server_gaps = np.diff(np.asarray(token_ts, dtype=float)) * 1e3
-        assert events == len(token_ts), "one content event per token written"
-        assert len(itl) == len(server_gaps)
-        itl_errors.append(np.asarray(itl, dtype=float) - server_gaps)
-    itl_err = np.concatenate(itl_errors)
-    late = np.concatenate([np.flatnonzero(np.abs(e) > 1.0) for e in itl_errors])
-    if late.size:  # where in the stream the misses fall (the first gap: prefill to decode)
-        print(f"ITL errors > 1 ms: {late.size / itl_err.size:.2%} of gaps; by gap index: "
-              f"{np.bincount(late)[:8].tolist()}")
-    events = int(df.content_events.sum())
-    window_s = float(df.end_ts.max() - df.sent_ts.min())
-    errors = Errors(
-        requests=len(df), tokens=len(itl_err) + len(df), events_per_s=events / window_s,
-        ttft_p99_ms=float(np.percentile(np.abs(ttft), 99)),
-        e2e_p99_ms=float(np.percentile(np.abs(e2e), 99)),
-        itl_p99_ms=float(np.percentile(np.abs(itl_err), 99)),
-    )
+def join_errors(run_dir: Path, truth: Path) -> TimingErrors:
+    """The client's errors against the ground truth, by the product's own join (the one
+    `zerohop selfcheck` certifies with)."""
+    errors = timing_errors(read_client_timings(run_dir), read_ground_truth(truth),
+                           warmup_s=RAMP_S)
+    assert errors.requests >= 50, f"only {errors.requests} requests to judge"
+    assert errors.itl_unpaired == 0, "one content event per token written, one gap per pair"
+    if errors.late_gaps:  # where in the stream the misses fall (the first gap: prefill to decode)
+        print(f"ITL errors > 1 ms: {errors.late_gaps / errors.itl.n:.2%} of gaps; by gap index: "
+              f"{list(errors.late_gaps_by_position)}")
     print(errors)
     return errors
 

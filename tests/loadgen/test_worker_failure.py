@@ -13,44 +13,11 @@ import pandas as pd
 import pytest
 
 from tests.loadgen.conftest import only_run_dir
+from tests.loadgen.failing_worker import failing_worker_locustfile
 
 pytestmark = pytest.mark.integration  # real Locust processes and the embedded target
 
 EXIT_WORKER_FAILED = 5
-
-# A locustfile with one zerohop workload whose worker 1 breaks in the way asked for.
-LOCUSTFILE = '''
-import os
-
-from locust import events
-from locust.runners import WorkerRunner
-
-from zerohop.loadgen import hooks
-from zerohop.loadgen.hooks import install
-from zerohop.loadgen.users import LLMUser
-
-install(events)
-
-
-class ShortQueryFlood(LLMUser):
-    workload_kind = "short_query_flood"
-    default_workload_file = "short_query_flood.yaml"
-
-
-_prepare = hooks._prepare_bindings
-
-
-def _breaking_in_worker_1(environment):
-    runner = environment.runner
-    if isinstance(runner, WorkerRunner) and runner.worker_index == 1:
-        if "{how}" == "crash":
-            os._exit(3)  # dies without a word, as a killed process does
-        raise RuntimeError("injected set-up failure")
-    _prepare(environment)
-
-
-hooks._prepare_bindings = _breaking_in_worker_1
-'''
 
 WORKLOAD = ("kind: short_query_flood\nname: flood\ninput_tokens: 16\nmax_tokens: 8\n"
             "load: {kind: closed, users: 4}\n")
@@ -63,7 +30,7 @@ WORKLOAD = ("kind: short_query_flood\nname: flood\ninput_tokens: 16\nmax_tokens:
 def test_a_failed_worker_makes_the_run_partial(how: str, reason: str, tmp_path: Path) -> None:
     files = tmp_path / "locustfiles"
     files.mkdir()
-    (files / "flood.py").write_text(LOCUSTFILE.replace("{how}", how))
+    (files / "flood.py").write_text(failing_worker_locustfile(how))
     workload = tmp_path / "flood.yaml"
     workload.write_text(WORKLOAD)
     res = subprocess.run(

@@ -90,6 +90,46 @@ def test_a_class_no_file_names_offers_its_default_under_its_own_name(tmp_path: P
             ] == ["LoRAMix"]
 
 
+class Conversation:
+    """Stands for loadtests/conversation.py's class: not in the default run set."""
+
+    workload_kind = "conversation"
+    default_workload_file = "conversation.yaml"
+    runs_by_default = False
+    weight = 1
+
+
+@pytest.mark.unit
+def test_a_class_not_run_by_default_runs_only_when_a_file_or_the_command_names_it(
+        tmp_path: Path) -> None:
+    templates = (ShortQueryFlood, Conversation)
+    assert [c.name for c in plan_candidates(templates, [], named=())] == ["ShortQueryFlood"]
+    named = plan_candidates(templates, [], named={"Conversation"})
+    assert [(c.name, c.asked) for c in named] == [("ShortQueryFlood", False),
+                                                   ("Conversation", True)]
+    assert named[1].load().kind == "conversation"  # the shipped example file
+    wl = _file(tmp_path, "kind: conversation\nname: chats\n")
+    assert [(c.name, c.asked) for c in plan_candidates(templates, load_workloads([wl]),
+                                                       named=())] == [
+        ("ShortQueryFlood", False), ("chats", True)]
+
+
+@pytest.mark.unit
+def test_the_shipped_new_kinds_are_not_in_the_default_run_set() -> None:
+    import ast
+
+    from zerohop.shipped import locustfiles
+
+    for kind in ("conversation", "shared_prefix"):
+        (path,) = locustfiles([kind])
+        assigned = {target.id: node.value for cls in ast.parse(path.read_text()).body
+                    if isinstance(cls, ast.ClassDef) for node in cls.body
+                    if isinstance(node, ast.Assign) for target in node.targets
+                    if isinstance(target, ast.Name)}
+        value = assigned["runs_by_default"]
+        assert isinstance(value, ast.Constant) and value.value is False, path
+
+
 @pytest.mark.unit
 def test_workload_names_are_unique_over_files_and_classes(tmp_path: Path) -> None:
     a = _file(tmp_path, "kind: short_query_flood\nname: same\n", "a.yaml")

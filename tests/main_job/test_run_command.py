@@ -96,8 +96,9 @@ def test_compare_layer_prices_a_5ms_layer(tmp_path: Path) -> None:
     wl = tmp_path / "flood.yaml"
     wl.write_text("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 8\n"
                   "load: {kind: closed, users: 2}\n")
-    res = zerohop("run", "--compare-layer", "--layer-args", "--per-request-ms 5",
-                  "--workload", str(wl), "--only", "ShortQueryFlood", "--duration", "15s",
+    res = zerohop("run", "--compare-layer", "--compare-layer-mode", "sequential",
+                  "--layer-args", "--per-request-ms 5", "--workload", str(wl),
+                  "--only", "ShortQueryFlood", "--duration", "15s",
                   "--results-dir", str(tmp_path), "--name", "layer", timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "layer cost" in res.stdout

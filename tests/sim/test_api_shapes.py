@@ -20,10 +20,10 @@ def test_chat_stream_events_are_vllm_shaped() -> None:
     role = json.loads(data_lines(shape.first_events())[0])
     assert role["object"] == "chat.completion.chunk"
     assert role["choices"][0]["delta"] == {"role": "assistant", "content": ""}
-    token = json.loads(data_lines(shape.token_event(b" hello"))[0])
+    token = json.loads(data_lines(shape.token_event(0, b" hello"))[0])
     assert token["choices"][0]["delta"] == {"content": " hello"}
     assert token["choices"][0]["finish_reason"] is None
-    last = json.loads(data_lines(shape.last_token_event(b" bye", "length"))[0])
+    last = json.loads(data_lines(shape.last_token_event(1, b" bye", "length"))[0])
     assert last["choices"][0]["finish_reason"] == "length"
     tail = data_lines(shape.tail_events(12, 3, "length", True))
     usage = json.loads(tail[0])
@@ -38,7 +38,7 @@ def test_chat_stream_events_are_vllm_shaped() -> None:
 
 def test_completion_stream_and_body() -> None:
     shape = CompletionShape("abc", "m", 1, include_usage=False)
-    event = json.loads(data_lines(shape.token_event(b" a"))[0])
+    event = json.loads(data_lines(shape.token_event(0, b" a"))[0])
     assert event["object"] == "text_completion" and event["choices"][0]["text"] == " a"
     assert data_lines(shape.tail_events(1, 1, "stop", True)) == ["[DONE]"]
     body = json.loads(shape.final_body(" a b", 3, 2, "stop"))
@@ -47,7 +47,8 @@ def test_completion_stream_and_body() -> None:
 
 def test_messages_stream_sequence() -> None:
     shape = MessagesShape("abc", "claude-x", prompt_tokens=9)
-    raw = shape.head_events() + shape.token_event(b" hi") + shape.tail_events(9, 1, "length", True)
+    raw = shape.head_events() + shape.token_event(0, b" hi")
+    raw += shape.tail_events(9, 1, "length", True)
     events = [block for block in raw.decode().split("\n\n") if block]
     names = [e.split("\n")[0].removeprefix("event: ") for e in events]
     assert names == [

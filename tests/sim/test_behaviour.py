@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from .conftest import MODEL
 from .wire import RawResponse, request
 
 pytestmark = pytest.mark.integration
+_PROMPT_STARTS = itertools.count(1)  # every prompt its own ids: no prefix-cache hit
 
 
 def completion(
@@ -28,9 +30,10 @@ def completion(
     model: str = MODEL,
     path: str = "/v1/completions",
 ) -> RawResponse:
+    start = next(_PROMPT_STARTS) * 1_000_000
     body = {
         "model": model,
-        "prompt": list(range(prompt_tokens)),
+        "prompt": list(range(start, start + prompt_tokens)),
         "max_tokens": max_tokens,
         "stream": True,
         "ignore_eos": True,

@@ -25,23 +25,16 @@ def chat(
     timeout: float = 15.0,
 ) -> RawResponse:
     headers = {"x-zerohop-fault": fault} if fault else {}
-    if api == "messages":
-        body = {
-            "model": MODEL,
-            "max_tokens": max_tokens,
-            "stream": stream,
-            "ignore_eos": True,
-            "messages": [{"role": "user", "content": "hi"}],
-        }
-        return request(sim.url, "/v1/messages", body, headers=headers, timeout=timeout)
-    body = {
+    body: dict[str, object] = {
         "model": MODEL,
         "max_tokens": max_tokens,
         "stream": stream,
         "ignore_eos": True,
         "messages": [{"role": "user", "content": "hi"}],
-        "stream_options": {"include_usage": True},
     }
+    if api == "messages":
+        return request(sim.url, "/v1/messages", body, headers=headers, timeout=timeout)
+    body["stream_options"] = {"include_usage": True}
     return request(sim.url, "/v1/chat/completions", body, headers=headers, timeout=timeout)
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from zerohop.sim.answer_plan import AnswerPlan, ToolCallPlan
+from zerohop.sim.answer_shapes import PlannedChatShape, PlannedMessagesShape
 from zerohop.sim.api_shapes import ChatShape, CompletionShape, MessagesShape, WireShape
 from zerohop.sim.config import ServedModelConfig
 from zerohop.sim.engine import Engine
@@ -18,6 +20,8 @@ from zerohop.sim.sequence import Sequence
 from zerohop.sim.streams import ResponseContext, StreamingResponse
 
 pytestmark = pytest.mark.unit
+# thinks for 3 tokens, then calls a tool (the answers of 1 and 2 tokens end inside it)
+PLAN = AnswerPlan(3, ToolCallPlan("lookup", "q", 4), word_offset=7)
 
 
 class _Transport:
@@ -121,6 +125,8 @@ SHAPES = {
     "chat": lambda: ChatShape("req-1", "tiny", 1_700_000_000, True),
     "completions": lambda: CompletionShape("req-1", "tiny", 1_700_000_000, True),
     "messages": lambda: MessagesShape("req-1", "tiny", 12),
+    "chat-thinking-tool": lambda: PlannedChatShape("req-1", "tiny", 1_700_000_000, True, PLAN),
+    "messages-thinking-tool": lambda: PlannedMessagesShape("req-1", "tiny", 12, None, PLAN),
 }
 
 

@@ -1,7 +1,8 @@
 """Every API × every default workload kind against the embedded target: all `ok`.
 
-One `zerohop run` per API runs the four workload kinds together (ShortQueryFlood,
-LongContextSummarisation, LoRAMix, TraceReplay, each from the same `--workload` file,
+One `zerohop run` per API runs the six workload kinds together (ShortQueryFlood,
+LongContextSummarisation, LoRAMix, TraceReplay, Conversation, SharedPrefix, each from
+the same `--workload` file,
 sized down from the shipped defaults to stay quick on a busy machine). The embedded
 target has a /tokenize endpoint, so prompts are sized by it: the test also holds the
 prompt-size promise there (≥ 99 % of requests within ±1 token of the asked size)."""
@@ -49,6 +50,21 @@ workloads:
     scale_tokens: {input_multiplier: 0.05, max_input_tokens: 256, max_output_tokens: 8}
     ignore_eos: true
     load: {kind: trace, max_in_flight: 16}
+  - kind: conversation
+    name: chat
+    source: {type: synthetic, turns: 3, user_tokens: {type: uniform, min: 16, max: 48},
+             answer_tokens: 8}
+    think_time_s: 0.1
+    think_time: constant
+    ignore_eos: true
+    load: {kind: closed, users: 1}
+  - kind: shared_prefix
+    name: prefixes
+    prefixes: {count: 3, tokens: 128}
+    question_tokens: 16
+    max_tokens: 8
+    ignore_eos: true
+    load: {kind: closed, users: 1, think_time_s: 0.2}
 """
 
 
@@ -68,8 +84,9 @@ def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> N
     assert (run / "report.html").is_file()
     frame = pd.read_parquet(run / "requests.parquet")
     assert set(frame["api"]) == {api}
-    assert set(frame["workload"]) == {"queries", "documents", "adapters", "trace"}
-    assert len(KIND_CLASS_NAMES) == 4  # one workload per kind, every kind
+    assert set(frame["workload"]) == {"queries", "documents", "adapters", "trace", "chat",
+                                      "prefixes"}
+    assert len(KIND_CLASS_NAMES) == 6  # one workload per kind, every kind
     failed = frame[frame["outcome"] != "ok"]
     assert failed.empty, failed[["workload", "outcome", "error_message"]].head(5).to_dict(
         "records")

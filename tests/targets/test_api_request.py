@@ -1,4 +1,4 @@
-"""A planned request in the shape each API takes (loadgen/api_request.py)."""
+"""A planned request in the shape each API takes (client/api_request.py)."""
 
 from __future__ import annotations
 

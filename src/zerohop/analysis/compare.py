@@ -10,7 +10,7 @@ a bare "CI excludes 0" would flag harmless drift. Presets follow asv/nvbench pra
 Runs driven through a client policy (retries, fallbacks) are also compared at the
 level the user sees: logical requests (every attempt of one ask), their amplification,
 success rate, latency including retries and waits, and the model that answered — the
-figures of `report/policy.py`, with the same intervals and verdicts.
+figures of `analysis/policy.py`, with the same intervals and verdicts.
 
 The runs are independent samples; each side is bootstrapped on its own with the exact
 order-statistic method of `bootstrap.py`. ITL values are pooled gaps, correlated

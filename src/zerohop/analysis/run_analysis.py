@@ -29,6 +29,7 @@ from zerohop.analysis.prefill import PrefillFit, fit_prefill
 from zerohop.analysis.reads import ReadDelivery, summarise_reads
 from zerohop.analysis.run_data import RunData
 from zerohop.analysis.run_summary import summarise_run
+from zerohop.analysis.sessions import SessionAnalysis, summarise_sessions
 from zerohop.analysis.slo import SloResult
 from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
 from zerohop.analysis.timeseries import (
@@ -98,6 +99,7 @@ class RunAnalysis:
     reads: list[ReadDelivery] = field(default_factory=list)  # per summary row
     token_counts: TokenCounts | None = None  # the client's counts beside the server's
     window: MeasuredWindow | None = None  # what every rate in `summaries` is divided by
+    sessions: SessionAnalysis | None = None  # conversations, caches, reasoning, tools
 
     @property
     def total(self) -> WorkloadSummary:
@@ -158,6 +160,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         reads=summarise_reads(requests, run.itl, [s.workload for s in summaries]),
         token_counts=summarise_token_counts(requests),
         window=summary.window,
+        sessions=summarise_sessions(requests, telemetry, timeline.coarsened(MAX_CHART_POINTS)),
     )
 
 

@@ -33,20 +33,27 @@ FLOAT_COLUMNS: tuple[str, ...] = (
     "output_tokens",
     "http_status",
     "server_ttft_ms",
-    # client policies (retries, fallbacks): report/policy.py
+    # client policies (retries, fallbacks): analysis/policy.py
     "attempt",
     "retry_after_s",
     "backoff_ms",
     "logical_e2e_ms",
     "logical_ttft_ms",
-    # token counts, the client's beside the server's: report/token_counts.py
+    # token counts, the client's beside the server's: analysis/token_counts.py
     "counted_output_tokens",
     "target_input_tokens",
+    # conversations, agent loops, the prefix cache, reasoning
+    "turn",
+    "agent_step",
+    "tool_calls",
+    "cached_tokens",
+    "ttfo_ms",
+    "reasoning_tokens",
 )
-TEXT_COLUMNS: tuple[str, ...] = ("error_type", "error_message")
+TEXT_COLUMNS: tuple[str, ...] = ("error_type", "error_message", "session_id", "server_timing")
 CATEGORY_COLUMNS: tuple[str, ...] = (
     "workload", "outcome", "adapter", "model", "final_outcome", "answered_by",
-    "give_up_reason", "attempt_reason", "token_source", "prompt_token_source",
+    "give_up_reason", "attempt_reason", "token_source", "prompt_token_source", "arm",
 )
 LIST_COLUMN = "itl_ms"
 REQUEST_COLUMNS: tuple[str, ...] = CATEGORY_COLUMNS + FLOAT_COLUMNS + TEXT_COLUMNS

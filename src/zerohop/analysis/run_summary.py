@@ -9,7 +9,7 @@ Pure: takes a loaded `RunData` (`storage.run_reader.load_run` does the loading).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -47,18 +47,29 @@ class RunSummary:
 
 
 def summarise_run(run: RunData, slos: Mapping[str, Any] | None = None) -> RunSummary:
-    """`run` judged against `slos` (None: the run's own, the manifest's `slo` block;
-    `{}`: none, so every ok request is good)."""
+    """`run` judged against `slos` (None: the run's own; `{}`: none, so every ok request
+    is good). The run's own are its `--slo` (the manifest's `slo`), which apply to every
+    workload; without them, each workload's own `slo:` block (the manifest's
+    `workload_slo`) judges that workload's requests and decides their goodput."""
     targets, notes = parse_slos(run.manifest.get("slo") if slos is None else slos)
     requests = run.requests
+    ok = (requests["outcome"] == "ok").to_numpy()
     good = good_mask(requests, run.itl, targets)
+    slo_results = evaluate_slos(targets, ok_values(run, ok, {t.column for t in targets}))
+    if slos is None and not targets:
+        workload_slo = run.manifest.get("workload_slo") or {}
+        for workload, objectives in workload_slo.items():
+            own, own_notes = parse_slos(objectives)
+            notes += [f"{workload}: {note}" for note in own_notes]
+            rows = (requests["workload"] == workload).to_numpy()
+            good = np.where(rows, good_mask(requests, run.itl, own), good)
+            values = ok_values(run, ok & rows, {t.column for t in own})
+            slo_results += [replace(r, workload=str(workload)) for r in evaluate_slos(own, values)]
     window = measured_window(run)
     summaries = summarise_workloads(requests, run.itl, good, window)
     if not summaries:  # no record at all: one empty `all` row, so every reader has a total
         nothing = np.zeros(len(requests), dtype=bool)
         summaries = [summarise(requests, run.itl, good, nothing, ALL_WORKLOADS, window)]
-    ok = (requests["outcome"] == "ok").to_numpy()
-    slo_results = evaluate_slos(targets, ok_values(run, ok, {t.column for t in targets}))
     return RunSummary(window, targets, good, summaries, slo_results, notes)
 
 

@@ -29,6 +29,12 @@ class SloResult:
     target: SloTarget
     observed_ms: float
     met: bool | None  # None: no data to judge
+    workload: str | None = None  # a workload's own objective; None: the run's (--slo)
+
+    @property
+    def label(self) -> str:
+        """The objective as a reader names it: `ttft_p99_ms`, or `flood: ttft_p99_ms`."""
+        return f"{self.workload}: {self.target.key}" if self.workload else self.target.key
 
 
 def parse_slos(slo: Mapping[str, Any] | None) -> tuple[list[SloTarget], list[str]]:

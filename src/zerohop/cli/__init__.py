@@ -12,6 +12,7 @@ import click
 # name -> "module:attribute" of a click.Command. Listed in the order help shows them.
 SUBCOMMANDS: dict[str, str] = {
     "run": "zerohop.cli.main_job:run_command",
+    "selfcheck": "zerohop.cli.selfcheck:selfcheck_command",
     "sim": "zerohop.sim.cli:sim_command",
     "proxy": "zerohop.layer.cli:proxy_command",
     "report": "zerohop.report.cli:report_command",

@@ -20,7 +20,9 @@ import click
 
 from zerohop.core.apis import API_NAMES, DEFAULT_API
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
-from zerohop.runner.compare_layer import run_compare_layer
+from zerohop.layer.routing import ROUTES
+from zerohop.runner.compare_layer import MODES as COMPARE_MODES
+from zerohop.runner.compare_layer import LayerSetup, run_compare_layer
 from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration
 from zerohop.runner.run_once import run_once
 
@@ -52,27 +54,45 @@ from zerohop.runner.run_once import run_once
 @click.option("--microbench", type=click.Choice(["auto", "on", "off"]), default="auto",
               show_default=True, help="GPU microbenchmarks (auto: when a CUDA device exists).")
 @click.option("--compare-layer", is_flag=True,
-              help="Run twice, direct and through the layer, and report the layer's cost "
-                   "(1 user unless --users/--rate: the hop's own cost; under load, delayed "
-                   "arrivals also meet the engine mid-step, which adds to it).")
+              help="Price the layer: one run whose requests go at random (with --seed) "
+                   "direct or through the layer, and report the layer's cost (1 user unless "
+                   "--users/--rate: the hop's own cost; under load, delayed arrivals also "
+                   "meet the engine mid-step, which adds to it).")
+@click.option("--compare-layer-mode", type=click.Choice(COMPARE_MODES), default="interleaved",
+              show_default=True,
+              help="interleaved: both arms in one run; sequential: a run direct, then one "
+                   "through the layer (with each run's own noise beside the cost).")
 @click.option("--layer-url", default=None, help="With --compare-layer and --host: the gateway URL.")
 @click.option("--layer-args", default="--per-request-ms 5", show_default=True,
               help="Embedded layer's options (with --compare-layer and no --layer-url).")
+@click.option("--replicas", type=int, default=1, show_default=True,
+              help="With --compare-layer: embedded engine replicas, each its own process; "
+                   "the direct arm uses the first, the layer routes over all.")
+@click.option("--route", "routes", multiple=True, type=click.Choice(ROUTES),
+              help="With --compare-layer: the embedded layer's routing policy; repeat to "
+                   "compare several, each an arm of the same run.")
+@click.option("--selfcheck", is_flag=True,
+              help="First certify the client at this load on this machine (as `zerohop "
+                   "selfcheck` does); the certificate goes into the run's folder and report.")
+@click.option("--selfcheck-duration", default="20s", show_default=True,
+              help="How long the self-check drives the load (with --selfcheck).")
 def run_command(**kw: Any) -> None:
     """Run the workloads against a target, sample telemetry, write results and report."""
     try:
-        plan = _plan_from_flags(kw)
+        plan = plan_from_flags(kw)
+        setup = _layer_setup(kw)
+        certificate = _preflight(plan, kw) if kw["selfcheck"] else None
         if kw["compare_layer"]:
-            code = run_compare_layer(plan, kw["layer_url"], shlex.split(kw["layer_args"]))
+            code = run_compare_layer(plan, setup)
         else:
-            code = run_once(plan).exit_code
+            code = run_once(plan, client_certificate=certificate).exit_code
     except RunError as exc:
         click.echo(f"zerohop: error: {exc}", err=True)
         sys.exit(exc.code)
     sys.exit(code)
 
 
-def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
+def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     from zerohop.loadgen.options import parse_slo
     from zerohop.shipped import ShippedFilesError, loadtests_dir, workloads_dir
     from zerohop.workloads.inputs import check_inputs, load_workloads
@@ -112,6 +132,62 @@ def _plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
         report=not kw["no_report"], microbench=kw["microbench"],
     )
+
+
+def _preflight(plan: RunPlan, kw: dict[str, Any]) -> dict[str, Any]:
+    """The self-check before the run, at the run's own load; a FAIL is reported and
+    recorded, and the run goes on."""
+    from zerohop.core.layout import SELFCHECK_FILE
+    from zerohop.runner.selfcheck import MIN_DURATION_S, run_selfcheck, selfcheck_plan
+    from zerohop.runner.selfcheck_console import certificate_lines
+
+    if kw["compare_layer"]:
+        raise RunError("--selfcheck does not combine with --compare-layer; run `zerohop "
+                       "selfcheck` first", EXIT_BAD_INPUT)
+    try:
+        duration = parse_duration(kw["selfcheck_duration"])
+    except ValueError as exc:
+        raise RunError(str(exc).replace("--duration", "--selfcheck-duration"),
+                       EXIT_BAD_INPUT) from None
+    if duration < MIN_DURATION_S:
+        raise RunError(f"--selfcheck-duration: a self-check needs at least {MIN_DURATION_S:g}s",
+                       EXIT_BAD_INPUT)
+    check = run_selfcheck(selfcheck_plan(plan, duration_s=duration, name=f"{plan.name}-selfcheck"))
+    for line in certificate_lines(check.certificate, str(check.run_dir / SELFCHECK_FILE)):
+        click.echo(line)
+    if not check.passed:
+        click.echo("zerohop: warning: the client certificate FAILED; the run goes on and its "
+                   "report says so", err=True)
+    return check.certificate
+
+
+def _layer_setup(kw: dict[str, Any]) -> LayerSetup:
+    """The --compare-layer flags, checked together: one line and exit 2 when they clash."""
+    routes, replicas = tuple(kw["routes"]), kw["replicas"]
+    mode = kw["compare_layer_mode"]
+    problem = None
+    if not kw["compare_layer"] and (routes or replicas != 1):
+        problem = "--replicas and --route are --compare-layer's: add --compare-layer"
+    elif replicas < 1:
+        problem = "--replicas must be >= 1"
+    elif replicas > 1 and kw["host"]:
+        problem = "--replicas starts embedded engines: not with --host"
+    elif kw["layer_url"] and not kw["host"]:
+        problem = "--layer-url is a gateway in front of --host: give both"
+    elif routes and kw["layer_url"]:
+        problem = "--route configures the embedded layer: not with --layer-url"
+    elif mode == "sequential" and len(routes) > 1:
+        problem = "--compare-layer-mode sequential compares one layer: give one --route"
+    elif len(set(routes)) != len(routes):
+        problem = "--route: each policy once"
+    if problem:
+        raise RunError(problem, EXIT_BAD_INPUT)
+    try:
+        layer_args = shlex.split(kw["layer_args"])
+    except ValueError as exc:
+        raise RunError(f"--layer-args: {exc}", EXIT_BAD_INPUT) from None
+    return LayerSetup(layer_url=kw["layer_url"], layer_args=layer_args, mode=mode,
+                      replicas=replicas, routes=routes)
 
 
 def _check_telemetry(spec: str) -> None:

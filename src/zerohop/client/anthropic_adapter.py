@@ -1,7 +1,10 @@
 """The Anthropic messages adapter: POST /v1/messages and its typed event stream.
 
 Anthropic reports input tokens in `message_start` and output tokens in `message_delta`;
-the stream decoder merges the two, so its last `Usage` holds both.
+the stream decoder merges the two, so its last `Usage` holds both. Extended thinking
+arrives as a `thinking` block (`thinking_delta`, then a `signature_delta` that holds no
+generated text); a tool call as a `tool_use` block whose `input_json_delta` fragments are
+its generated arguments. Anthropic's usage does not split out the thinking tokens.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 
 from zerohop.client.protocols import (
     ContentDelta,
+    DecodedResponse,
     GenerationRequest,
     HttpRequest,
     ProtocolError,
@@ -18,6 +22,7 @@ from zerohop.client.protocols import (
     StreamError,
     StreamItem,
     Terminator,
+    ToolCall,
     Usage,
 )
 from zerohop.client.sse import SSEEvent
@@ -87,7 +92,7 @@ class AnthropicMessagesAdapter:
     def decode_error_body(self, status: int, body: bytes) -> StreamError:
         return decode_error_body(status, body)
 
-    def decode_response(self, body: bytes) -> tuple[str, Usage]:
+    def decode_response(self, body: bytes) -> DecodedResponse:
         obj = parse_object(body)
         if obj.get("type") == "error":
             error = error_from(obj.get("error"))
@@ -96,6 +101,7 @@ class AnthropicMessagesAdapter:
         if not isinstance(content, list):
             raise ProtocolError(f"{self.name}: response has no 'content' list")
         parts: list[str] = []
+        tool_calls = 0
         for block in content:
             if not isinstance(block, dict):
                 raise ProtocolError(f"{self.name}: a content block is not an object")
@@ -104,8 +110,11 @@ class AnthropicMessagesAdapter:
                 text = optional_str(block, str(kind), self.name)
                 if text:
                     parts.append(text)
+            elif kind == "tool_use":
+                tool_calls += 1
         usage = obj.get("usage")
-        return "".join(parts), _usage(usage) if usage is not None else Usage(None, None)
+        usage_counts = _usage(usage) if usage is not None else Usage(None, None)
+        return DecodedResponse("".join(parts), usage_counts, tool_calls)
 
 
 def _decode_event(event: SSEEvent) -> list[StreamItem]:
@@ -120,7 +129,12 @@ def _decode_event(event: SSEEvent) -> list[StreamItem]:
         if key is None:
             return []  # e.g. signature_delta: no generated tokens
         text = optional_str(delta, key, "anthropic")
-        return [ContentDelta(text)] if text else []
+        return [ContentDelta(text, reasoning=delta_type == "thinking_delta")] if text else []
+    if kind == "content_block_start":
+        block = obj.get("content_block")
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            return [ToolCall(str(obj.get("index")))]
+        return []
     if kind == "message_start":
         message = obj.get("message")
         if not isinstance(message, dict):
@@ -136,7 +150,7 @@ def _decode_event(event: SSEEvent) -> list[StreamItem]:
         return [error_from(obj.get("error"))]
     if not isinstance(kind, str):
         raise ProtocolError("anthropic: event without a 'type'")
-    # ping, content_block_start/stop and event types added later: nothing to record
+    # ping, content_block_stop and event types added later: nothing to record
     return []
 
 
@@ -146,4 +160,5 @@ def _usage(usage: object) -> Usage:
     return Usage(
         optional_count(usage, "input_tokens", "anthropic"),
         optional_count(usage, "output_tokens", "anthropic"),
+        cached_tokens=optional_count(usage, "cache_read_input_tokens", "anthropic"),
     )

@@ -25,7 +25,9 @@ class UnfitRequest(ValueError):
 
 def generation_for(planned: Any, api: str, model: str) -> GenerationRequest:
     """The `GenerationRequest` for `planned` on `api`: token ids where the API takes them,
-    else the text, as one user message on the chat APIs."""
+    else the text: on the chat APIs its messages (one user message, or the several a
+    system prompt or a conversation has), on the completions API the text (such a
+    prompt flattened)."""
     common: dict[str, Any] = {
         "model": model,
         "max_tokens": int(planned.max_tokens),
@@ -44,9 +46,9 @@ def generation_for(planned: Any, api: str, model: str) -> GenerationRequest:
             f"(use prompt_format: text, or --api {_token_id_apis()})"
         )
     if spec.chat_messages:
-        return GenerationRequest(
-            messages=[{"role": "user", "content": planned.prompt}], **common
-        )
+        messages = getattr(planned, "messages", None) or [
+            {"role": "user", "content": planned.prompt}]
+        return GenerationRequest(messages=messages, **common)
     return GenerationRequest(prompt=planned.prompt, **common)
 
 
@@ -64,5 +66,7 @@ def to_request_spec(planned: Any, api: str, default_model: str, *,
         adapter=planned.adapter,
         target_input_tokens=planned.target_input_tokens,
         scheduled_perf_ns=scheduled_perf_ns,
+        session_id=getattr(planned, "session_id", None),
+        turn=getattr(planned, "turn", None),
     )
 

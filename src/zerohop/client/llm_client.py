@@ -12,7 +12,7 @@ import itertools
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from zerohop.client.http_stream import END_RESET, RawExchange, Reactor, Timeouts, stream_request
@@ -52,10 +52,19 @@ class RequestSpec:
     logical_request_id: str | None = None
     attempt: int = 1
     prompt_token_source: str | None = None  # which method sized the prompt
+    session_id: str | None = None  # a conversation's session and turn, for the record
+    turn: int | None = None
+    # a list: each attempt's answer text (thinking left out) replaces what it holds,
+    # so a conversation can send the answer back as history
+    answer: list[str] | None = None
+    # an interleaved comparison's arm (`client.arms`): which of the client's base URLs
+    # the request goes to; None: its one base URL
+    arm: str | None = None
 
 
 class LLMClient:
-    """Measures requests against one base URL with one API adapter."""
+    """Measures requests against one base URL with one API adapter (or, in an
+    interleaved comparison, one base URL per arm, each with its own kept connections)."""
 
     def __init__(
         self,
@@ -67,13 +76,15 @@ class LLMClient:
         anchor: ClockAnchor,
         id_prefix: str | None = None,
         reactor: Reactor | None = None,
+        arm_urls: Mapping[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.arm_urls = {arm: url.rstrip("/") for arm, url in (arm_urls or {}).items()}
         self.adapter = adapter
         self._api_key = api_key
         self.timeouts = timeouts
         self.anchor = anchor
-        self._idle: list[socket.socket] = []
+        self._idle: dict[str, list[socket.socket]] = {}
         self._has_content = content_detector(adapter)
         self._ids = itertools.count(1)
         self._prefix = id_prefix or f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
@@ -114,37 +125,54 @@ class LLMClient:
             max_tokens=spec.generation.max_tokens,
             logical_request_id=spec.logical_request_id or rid,
             attempt=spec.attempt,
+            session_id=spec.session_id,
+            turn=spec.turn,
+            arm=spec.arm,
         )
+        if spec.answer is not None:
+            spec.answer.clear()
         http_request = self.adapter.build_request(
             spec.generation, api_key=self._api_key, request_id=rid, stream=True
         )
-        exchange = self._exchange(http_request)
+        exchange = self._exchange(http_request, self.url_of(spec.arm))
         return build_record(
             record, exchange, self.adapter, self.anchor,
-            scheduled_perf_ns=spec.scheduled_perf_ns, pause=self._pause,
+            scheduled_perf_ns=spec.scheduled_perf_ns, pause=self._pause, answer=spec.answer,
         )
 
-    def _exchange(self, http_request: HttpRequest) -> RawExchange:
-        sock = self._idle.pop() if self._idle else None
+    def url_of(self, arm: str | None) -> str:
+        """The base URL of `arm` (None: the client's own); an arm without one is a bug
+        of the caller, not something the target did."""
+        if arm is None:
+            return self.base_url
+        try:
+            return self.arm_urls[arm]
+        except KeyError:
+            raise ValueError(f"no base URL for arm {arm!r}") from None
+
+    def _exchange(self, http_request: HttpRequest, base_url: str) -> RawExchange:
+        idle = self._idle.setdefault(base_url, [])
+        sock = idle.pop() if idle else None
         reused = sock is not None
         exchange, keep = stream_request(
-            self.base_url, http_request, self.timeouts, first_content=self._has_content,
+            base_url, http_request, self.timeouts, first_content=self._has_content,
             sock=sock, reactor=self._reactor,
         )
         if reused and exchange.end == END_RESET and exchange.status is None:
             # the server closed an idle keep-alive connection: one fresh try, as clients do
             exchange, keep = stream_request(
-                self.base_url, http_request, self.timeouts, first_content=self._has_content,
+                base_url, http_request, self.timeouts, first_content=self._has_content,
                 reactor=self._reactor,
             )
         if keep is not None:
-            self._idle.append(keep)
+            idle.append(keep)
         return exchange
 
     def close(self) -> None:
-        while self._idle:
-            with contextlib.suppress(OSError):
-                self._idle.pop().close()
+        for idle in self._idle.values():
+            while idle:
+                with contextlib.suppress(OSError):
+                    idle.pop().close()
 
 
 def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: ClockAnchor,
@@ -155,7 +183,8 @@ def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: Clock
         adapter=spec.adapter, worker=process_tag(), outcome=rec.CANCELLED,
         target_input_tokens=spec.target_input_tokens, max_tokens=spec.generation.max_tokens,
         logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
-        prompt_token_source=spec.prompt_token_source,
+        prompt_token_source=spec.prompt_token_source, session_id=spec.session_id, turn=spec.turn,
+        arm=spec.arm,
     )
     if sent_perf_ns is not None:
         record.sent_ts = anchor.wall_s(sent_perf_ns)

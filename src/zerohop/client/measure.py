@@ -3,6 +3,12 @@
 This runs after the stream has ended, off the timing path: it splits SSE events, decodes
 JSON through the protocol adapter, and derives TTFT, ITL, TPOT, E2E, token counts and the
 outcome. Pure: no sockets, no clocks, so every rule here is tested on synthetic input.
+
+Reasoning models: TTFT is the first generated content, thinking included (what the user
+waits for before anything streams); TTFO ("time to first output token", AIPerf's name)
+is the first answer content after the thinking. Without thinking the two are the same
+read, so `ttfo_ms` equals `ttft_ms` and a TTFO objective covers every request, reasoning
+or not; it is None only when no answer content came at all.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zerohop.client.http_stream import (
     END_CONNECT_ERROR,
@@ -26,6 +32,7 @@ from zerohop.client.protocols import (
     ProtocolError,
     StreamError,
     Terminator,
+    ToolCall,
     Usage,
 )
 from zerohop.client.sse import SSEParser
@@ -43,6 +50,8 @@ class _Decoded:
     terminated: bool
     error: StreamError | None
     protocol_error: str | None
+    content_reasoning: list[bool] = field(default_factory=list)  # per content event
+    tool_calls: set[str] = field(default_factory=set)  # ToolCall keys seen
 
 
 def content_detector(adapter: ApiAdapter) -> Callable[[bytes], bool]:
@@ -71,6 +80,7 @@ def build_record(
     *,
     scheduled_perf_ns: int | None = None,
     pause: Callable[[], None] | None = None,
+    answer: list[str] | None = None,
 ) -> RequestRecord:
     """Fill `record` (identity fields already set) from what the wire delivered.
 
@@ -98,7 +108,7 @@ def build_record(
         record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
         return record
 
-    decoded = _decode(ex, adapter, pause)
+    decoded = _decode(ex, adapter, pause, answer)
     _fill_timings(record, ex, decoded, anchor, scheduled_perf_ns)
     _fill_tokens(record, decoded)
     record.outcome = _outcome(ex, decoded, record)
@@ -141,7 +151,10 @@ def server_timing_ms(value: str | None, name: str) -> float | None:
     return None
 
 
-def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | None) -> _Decoded:
+def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | None,
+            answer: list[str] | None = None) -> _Decoded:
+    """The stream's items; the answer's text (thinking left out) goes into `answer`
+    when it is a list (a conversation sends it back as history)."""
     parser = SSEParser()
     decoder = adapter.new_stream_decoder()
     out = _Decoded([], [], None, False, None, None)
@@ -155,6 +168,11 @@ def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | No
                     if isinstance(item, ContentDelta):
                         out.content_ns.append(ts)
                         out.content_tokens.append(item.tokens)
+                        out.content_reasoning.append(item.reasoning)
+                        if answer is not None and not item.reasoning:
+                            answer.append(item.text)
+                    elif isinstance(item, ToolCall):
+                        out.tool_calls.add(item.key)
                     elif isinstance(item, Usage):
                         out.usage = item
                     elif isinstance(item, StreamError):
@@ -183,6 +201,10 @@ def _fill_timings(
         ]
         if scheduled_ns is not None:
             record.ttft_from_schedule_ms = (first - scheduled_ns) / NS_PER_MS
+        answer = next((ts for ts, r in zip(d.content_ns, d.content_reasoning, strict=True)
+                       if not r), None)
+        if answer is not None:
+            record.ttfo_ms = (answer - ex.sent_ns) / NS_PER_MS
     record.content_events = len(d.content_ns)
     if all(t is not None for t in d.content_tokens) and d.content_tokens:
         record.tokens_per_event = [int(t) for t in d.content_tokens if t is not None]
@@ -205,6 +227,20 @@ def _fill_tokens(record: RequestRecord, d: _Decoded) -> None:
         record.output_tokens, record.token_source = counted, "counted"
     if usage is not None and usage.input_tokens:  # no prompt is 0 tokens: 0 = not counted
         record.input_tokens = usage.input_tokens
+    if usage is not None:  # 0 is a real answer here: nothing came from the prefix cache
+        record.cached_tokens = usage.cached_tokens
+    thought = sum(
+        t if t is not None else 1
+        for t, r in zip(d.content_tokens, d.content_reasoning, strict=True)
+        if r
+    )
+    reported = usage.reasoning_tokens if usage is not None else None
+    # like output_tokens: a reported 0 beside streamed thinking is a server that does not count
+    if reported is not None and (reported > 0 or thought == 0):
+        record.reasoning_tokens = reported
+    else:
+        record.reasoning_tokens = thought
+    record.tool_calls = len(d.tool_calls)
     if (
         record.e2e_ms is not None
         and record.ttft_ms is not None

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from zerohop.client.openai_chunks import logprob_count, tool_call_text
+from zerohop.client.openai_chunks import (
+    logprob_count,
+    reasoning_token_count,
+    tool_call_openings,
+    tool_call_text,
+)
 from zerohop.client.protocols import (
     ContentDelta,
+    DecodedResponse,
     GenerationRequest,
     HttpRequest,
     ProtocolError,
@@ -19,6 +25,7 @@ from zerohop.client.protocols import (
     StreamError,
     StreamItem,
     Terminator,
+    ToolCall,
     Usage,
 )
 from zerohop.client.sse import SSEEvent
@@ -93,7 +100,7 @@ class _OpenAIBase:
     def decode_error_body(self, status: int, body: bytes) -> StreamError:
         return decode_error_body(status, body)
 
-    def decode_response(self, body: bytes) -> tuple[str, Usage]:
+    def decode_response(self, body: bytes) -> DecodedResponse:
         obj = parse_object(body)
         error = _openai_error(obj)
         if error is not None:
@@ -102,13 +109,15 @@ class _OpenAIBase:
         if not isinstance(choices, list):
             raise ProtocolError(f"{self.name}: response has no 'choices' list")
         parts: list[str] = []
+        tool_calls = 0
         for choice in choices:
             if not isinstance(choice, dict):
                 raise ProtocolError(f"{self.name}: a choice is not an object")
             parts.extend(self._response_texts(choice))
+            tool_calls += _message_tool_calls(choice)
         usage_obj = obj.get("usage")
         usage = _openai_usage(usage_obj) if usage_obj is not None else Usage(None, None)
-        return "".join(parts), usage
+        return DecodedResponse("".join(parts), usage, tool_calls)
 
     # subclass hooks
     def _prompt_fields(self, req: GenerationRequest) -> dict[str, Any]:
@@ -147,13 +156,19 @@ class OpenAIChatAdapter(_OpenAIBase):
             delta, "reasoning", self.name
         )
         tool_text = tool_call_text(delta)  # a tool call's arguments (openai_chunks.py)
-        if not content and not reasoning and not tool_text:
+        opened = tool_call_openings(choice.get("index"), delta) if "tool_calls" in delta else []
+        if not content and not reasoning and not tool_text and not opened:
             return  # role-only, finish-reason-only and empty chunks carry no content
         tokens = logprob_count(choice, "content") if choice.get("logprobs") else None
-        for text in (reasoning, content, tool_text):
-            if text:
-                items.append(ContentDelta(text, tokens))
-                tokens = None  # the count belongs to the chunk: attach it once
+        if reasoning:
+            items.append(ContentDelta(reasoning, tokens, reasoning=True))
+            tokens = None  # the count belongs to the chunk: attach it once
+        if content:
+            items.append(ContentDelta(content, tokens))
+            tokens = None
+        items.extend(ToolCall(key) for key in opened)
+        if tool_text:
+            items.append(ContentDelta(tool_text, tokens))
 
     def _response_texts(self, choice: dict[str, Any]) -> list[str]:
         message = choice.get("message")
@@ -210,7 +225,19 @@ def _openai_error(obj: dict[str, Any]) -> StreamError | None:
 def _openai_usage(usage: object) -> Usage:
     if not isinstance(usage, dict):
         raise ProtocolError("openai: 'usage' is not an object")
+    reasoning = {"reasoning_tokens": reasoning_token_count(usage)}
+    prompt_details = usage.get("prompt_tokens_details")  # vLLM sends null when it does not say
+    cached = prompt_details if isinstance(prompt_details, dict) else {}
     return Usage(
         optional_count(usage, "prompt_tokens", "openai"),
         optional_count(usage, "completion_tokens", "openai"),
+        optional_count(reasoning, "reasoning_tokens", "openai"),
+        optional_count(cached, "cached_tokens", "openai"),
     )
+
+
+def _message_tool_calls(choice: dict[str, Any]) -> int:
+    """Tool calls a non-streamed chat choice asks for (`message.tool_calls`)."""
+    message = choice.get("message")
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    return sum(1 for call in calls if isinstance(call, dict)) if isinstance(calls, list) else 0

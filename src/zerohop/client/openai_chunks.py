@@ -1,12 +1,14 @@
 """What an OpenAI-style streamed choice says about generated tokens beyond its text.
 
-Two things the chat and completions adapters (openai_adapters.py) need and the wire formats
-only imply: how many tokens a chunk holds (only per-token logprobs say), and the
-generated text of a tool call, which arrives in `delta.tool_calls[].function.arguments`
-with `content` null (OpenAI, vLLM, SGLang, TGI, llama.cpp, Ollama). Those arguments are
-the answer: without them a tool-call answer would have no first token and no content
-events. They count as Anthropic's `input_json_delta` does; the function name, sent once
-with empty arguments, does not (neither does Anthropic's `content_block_start`).
+What the chat and completions adapters (openai_adapters.py) need and the wire formats
+only imply: how many tokens a chunk holds (only per-token logprobs say), the generated
+text of a tool call, which arrives in `delta.tool_calls[].function.arguments` with
+`content` null (OpenAI, vLLM, SGLang, TGI, llama.cpp, Ollama), and which tool calls a
+delta opens. The arguments are the answer: without them a tool-call answer would have no
+first token and no content events. They count as Anthropic's `input_json_delta` does;
+the function name, sent once with empty arguments, does not (neither does Anthropic's
+`content_block_start`), but it is what opens a call: a call is counted by the entry
+that names its function, told apart from the others by its `index`.
 """
 
 from __future__ import annotations
@@ -39,3 +41,34 @@ def tool_call_text(delta: dict[str, Any]) -> str:
         if isinstance(arguments, str) and arguments:
             parts.append(arguments)
     return "".join(parts)
+
+
+def tool_call_openings(choice_index: object, delta: dict[str, Any]) -> list[str]:
+    """A key per tool call this delta opens (the entry naming its function): the
+    choice's and the call's index, so a server repeating the name (TGI sends the id on
+    every fragment) still counts one call. Shapes it cannot read open nothing."""
+    calls = delta.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    keys: list[str] = []
+    for position, call in enumerate(calls):
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            continue
+        index = call.get("index")
+        which = index if isinstance(index, int) and not isinstance(index, bool) else position
+        keys.append(f"{choice_index}:{which}")
+    return keys
+
+
+def reasoning_token_count(usage: dict[str, Any]) -> object:
+    """Where a usage object says how many output tokens were reasoning: OpenAI's
+    `completion_tokens_details.reasoning_tokens`, else SGLang's top-level
+    `reasoning_tokens`; None when neither says. The caller validates the value."""
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+        return details["reasoning_tokens"]
+    return usage.get("reasoning_tokens")

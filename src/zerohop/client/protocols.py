@@ -30,6 +30,7 @@ from zerohop.core.redaction import redact_headers
 __all__ = [
     "ApiAdapter",
     "ContentDelta",
+    "DecodedResponse",
     "GenerationRequest",
     "HttpRequest",
     "ProtocolError",
@@ -37,6 +38,7 @@ __all__ = [
     "StreamError",
     "StreamItem",
     "Terminator",
+    "ToolCall",
     "Usage",
     "api_key_from_env",
 ]
@@ -46,18 +48,36 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class ContentDelta:
     """Generated content (answer text or reasoning). `tokens` only when the wire format
-    says how many tokens the chunk holds (e.g. per-token logprobs); otherwise None."""
+    says how many tokens the chunk holds (e.g. per-token logprobs); otherwise None.
+    `reasoning` marks thinking (vLLM's `reasoning_content`, Anthropic's `thinking_delta`):
+    it times the first token like any content, but not the first answer token."""
 
     text: str
     tokens: int | None = None
+    reasoning: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The response opens a tool call. `key` tells the calls of one stream apart
+    (OpenAI: choice and tool-call index; Anthropic: content-block index), so a server
+    that repeats a call's opening still counts one call."""
+
+    key: str
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Latest cumulative token counts the server reported; None = not reported."""
+    """Latest cumulative token counts the server reported; None = not reported.
+    `reasoning_tokens`: the part of `output_tokens` spent thinking, where the API says
+    (OpenAI's `completion_tokens_details.reasoning_tokens`). `cached_tokens`: the part of
+    `input_tokens` the server's prefix cache served (OpenAI's
+    `prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`)."""
 
     input_tokens: int | None
     output_tokens: int | None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +93,17 @@ class Terminator:
     """The stream's explicit end: `data: [DONE]` or `message_stop`."""
 
 
-StreamItem = ContentDelta | Usage | StreamError | Terminator
+StreamItem = ContentDelta | ToolCall | Usage | StreamError | Terminator
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedResponse:
+    """A non-streamed answer: its text (reasoning included), what usage said, and how
+    many tool calls it asks for."""
+
+    text: str
+    usage: Usage
+    tool_calls: int = 0
 
 
 class ProtocolError(ValueError):
@@ -151,7 +181,7 @@ class ApiAdapter(Protocol):
 
     def decode_error_body(self, status: int, body: bytes) -> StreamError: ...
 
-    def decode_response(self, body: bytes) -> tuple[str, Usage]: ...
+    def decode_response(self, body: bytes) -> DecodedResponse: ...
 
 
 def api_key_from_env(api: str, environ: Mapping[str, str] = os.environ) -> str | None:

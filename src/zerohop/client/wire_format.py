@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 from zerohop.client.protocols import (
@@ -37,23 +38,26 @@ class UsageMergingDecoder:
     """One stream's decoder: every `Usage` it yields carries the latest value of each
     count reported so far in the stream, so the last one is the stream's best answer."""
 
-    __slots__ = ("_decode", "_input_tokens", "_output_tokens")
+    __slots__ = ("_decode", "_latest")
 
     def __init__(self, decode: Callable[[SSEEvent], list[StreamItem]]) -> None:
         self._decode = decode
-        self._input_tokens: int | None = None
-        self._output_tokens: int | None = None
+        self._latest: dict[str, int] = {}  # Usage field -> the last count reported
 
     def decode_event(self, event: SSEEvent) -> list[StreamItem]:
         items = self._decode(event)
         for i, item in enumerate(items):
             if isinstance(item, Usage):
-                if item.input_tokens is not None:
-                    self._input_tokens = item.input_tokens
-                if item.output_tokens is not None:
-                    self._output_tokens = item.output_tokens
-                items[i] = Usage(self._input_tokens, self._output_tokens)
+                latest = self._latest
+                for name in _USAGE_FIELDS:
+                    value = getattr(item, name)
+                    if value is not None:
+                        latest[name] = value
+                items[i] = Usage(**{name: latest.get(name) for name in _USAGE_FIELDS})
         return items
+
+
+_USAGE_FIELDS = tuple(f.name for f in fields(Usage))
 
 
 def base_headers(request_id: str, stream: bool) -> dict[str, str]:

@@ -9,6 +9,8 @@
         microbench.json      the GPU microbenchmarks, when a CUDA device was there
         locust.log           Locust's own log (the cause of a refused run is read here)
         report.html          the report
+        selfcheck.json       the client's certificate (`zerohop selfcheck`, `run --selfcheck`)
+        ground_truth.jsonl   a self-check's record of what the embedded target sent
 """
 
 from __future__ import annotations
@@ -22,3 +24,5 @@ TELEMETRY_FILE = "telemetry.parquet"
 MICROBENCH_FILE = "microbench.json"
 LOCUST_LOG = "locust.log"
 REPORT_FILE = "report.html"
+SELFCHECK_FILE = "selfcheck.json"
+GROUND_TRUTH_FILE = "ground_truth.jsonl"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Better = Literal["lower", "higher", "neither"]
-Group = Literal["latency", "from_schedule", "client", "logical", "tokens", "rate"]
+Group = Literal["latency", "from_schedule", "client", "logical", "tokens", "answer", "rate"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,27 @@ CATALOGUE: tuple[Metric, ...] = (
         "counted_output_tokens", "client output tokens", "tokens", "neither", "tokens",
         "The client's own count of the answer: content events × tokens per event, shown "
         "beside the server's usage in Token counts.",
+    ),
+    # --- what the answer held: thinking and tool calls ----------------------------------
+    Metric(
+        "ttfo_ms", "TTFO", "ms", "lower", "answer",
+        "Time to first output token: actual send → first event that carries answer "
+        "content after any reasoning (OpenAI: delta.content or tool-call arguments, not "
+        "reasoning_content/reasoning; Anthropic: text_delta or input_json_delta, not "
+        "thinking_delta). Equal to TTFT when nothing was reasoned first; none when only "
+        "reasoning came.",
+        slo=True,
+    ),
+    Metric(
+        "reasoning_tokens", "reasoning tokens", "tokens", "neither", "answer",
+        "Output tokens spent thinking: usage.completion_tokens_details.reasoning_tokens "
+        "when the server sends a count, otherwise counted from the reasoning events "
+        "(events × tokens per event); part of output_tokens.",
+    ),
+    Metric(
+        "tool_calls", "tool calls", "calls", "neither", "answer",
+        "Distinct tool calls the response asked for: OpenAI tool_calls entries by index, "
+        "Anthropic tool_use content blocks.",
     ),
     # --- run rates (per workload, over its measured window) -----------------------------
     Metric(

@@ -1,7 +1,7 @@
 """RequestRecord: the one row every measured request becomes, and the outcome taxonomy.
 
 This is the contract between the transports that measure (Locust's gevent users, the
-benchmarks), the sink that stores (`results.py`), and the analysis that reads
+benchmarks), the sink that stores (`storage/run_folder.py`), and the analysis that reads
 (`requests.parquet`). Field names and meanings are the user-facing contract.
 """
 
@@ -115,6 +115,21 @@ class RequestRecord:
     logical_attempts: int | None = None  # attempts the logical request made
     answered_by: str | None = None  # the model that answered (None: none did)
     give_up_reason: str | None = None  # why it stopped without an answer
+    # conversations and agent loops: which session, which turn, which step of the loop
+    session_id: str | None = None
+    turn: int | None = None  # 1 for a session's first request
+    agent_step: int | None = None  # 1 for an agent loop's first model call
+    tool_calls: int | None = None  # tool calls the response asked for
+    # the prefix cache: prompt tokens the server answered from its cache
+    # (usage.prompt_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens)
+    cached_tokens: int | None = None
+    # reasoning models: ttft_ms counts reasoning as content; ttfo_ms is the first answer
+    # token after it (= ttft_ms when no reasoning came first; None when no answer came)
+    ttfo_ms: float | None = None
+    reasoning_tokens: int | None = None
+    # an interleaved comparison (`zerohop run --compare-layer`): the arm the request was
+    # assigned to (`direct`, `layer`, a routing policy's name); None outside one
+    arm: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         """Plain-Python dict (msgpack- and JSON-safe: no numpy scalars)."""

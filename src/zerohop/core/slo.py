@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from zerohop.core.metrics import METRICS, SLO_METRICS
 
@@ -93,7 +94,7 @@ def parse_slo_text(text: str, where: str = "--slo") -> list[SloTarget]:
     return targets
 
 
-def parse_slo_mapping(slo: Mapping[object, object] | None, where: str = "slo") -> list[SloTarget]:
+def parse_slo_mapping(slo: Mapping[Any, Any] | None, where: str = "slo") -> list[SloTarget]:
     """The targets of a `{key: threshold}` mapping (a workload's `slo` block)."""
     targets: list[SloTarget] = []
     for key, value in (slo or {}).items():

@@ -10,11 +10,15 @@ import click
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
 from zerohop.layer.proxy import LayerConfig, serve_proxy
+from zerohop.layer.routing import ROUTES
 from zerohop.sim.http_server import run_server
 
 
 @click.command(name="proxy", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--upstream", required=True, help="Engine URL, e.g. http://127.0.0.1:8000")
+@click.option("--upstream", "upstreams", multiple=True, required=True,
+              help="Engine URL, e.g. http://127.0.0.1:8000; repeat for several replicas.")
+@click.option("--route", type=click.Choice(ROUTES), default="round_robin", show_default=True,
+              help="With several upstreams: how each request picks one (see routing.py).")
 @click.option("--host", default="127.0.0.1")
 @click.option("--port", type=int, default=8001)
 @click.option("--port-file", type=click.Path(path_type=Path), default=None)
@@ -44,7 +48,8 @@ from zerohop.sim.http_server import run_server
     help="Requests forwarded at once; more wait in a queue (0 = unlimited).",
 )
 def proxy_command(
-    upstream: str,
+    upstreams: tuple[str, ...],
+    route: str,
     host: str,
     port: int,
     port_file: Path | None,
@@ -57,7 +62,8 @@ def proxy_command(
     """Run the orchestrator layer: a real extra HTTP hop in front of an engine."""
     try:
         layer = LayerConfig(
-            upstream=upstream,
+            upstreams=tuple(upstreams),
+            route=route,
             host=host,
             port=port,
             per_request_ms=per_request_ms,

@@ -9,11 +9,17 @@ response back as bytes arrive, without buffering. Its own cost is reported in
 `server-timing: layer;dur=<ms>` (queue + work before forwarding) so the same workload
 direct vs. through the layer shows the hop.
 
+In front of several upstreams (engine replicas, `--upstream` repeated) it routes each
+request by a policy (`routing.py`: round robin, least loaded, prefix affinity) and says
+which one it chose in the same header: `server-timing: layer;dur=5.1, route;desc="r1"`
+(r<i>: the i-th upstream given, from 0). Each upstream has its own connection pool.
+
 `GET /health` is answered by the layer itself; everything else is forwarded.
 If the upstream ends a response early (dropped or reset connection), the proxy does
 the same to its client, so faults pass through the layer unchanged.
 
-Run: `zerohop proxy --upstream http://127.0.0.1:8000 --port 8001` (or `python -m zerohop.layer`).
+Run: `zerohop proxy --upstream http://127.0.0.1:8000 --port 8001` (or `python -m zerohop.layer`);
+`zerohop proxy --upstream URL1 --upstream URL2 --route prefix_affinity` routes.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from zerohop.core.http_chunked import ChunkedDecoder
+from zerohop.layer.routing import ROUTES, make_router
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 
 HOP_BY_HOP = {
@@ -45,7 +52,8 @@ READ_SIZE = 65536
 
 @dataclass(frozen=True)
 class LayerConfig:
-    upstream: str
+    upstreams: tuple[str, ...]
+    route: str = "round_robin"
     host: str = "127.0.0.1"
     port: int = 8001
     per_request_ms: float = 0.0
@@ -55,20 +63,24 @@ class LayerConfig:
     max_concurrency: int = 0
 
     def __post_init__(self) -> None:
-        split = urlsplit(self.upstream)
-        if split.scheme != "http" or not split.hostname or not split.port:
-            raise ValueError(f"upstream: expected http://HOST:PORT, got {self.upstream!r}")
+        if not self.upstreams:
+            raise ValueError("upstream: at least one is needed")
+        for upstream in self.upstreams:
+            split = urlsplit(upstream)
+            if split.scheme != "http" or not split.hostname or not split.port:
+                raise ValueError(f"upstream: expected http://HOST:PORT, got {upstream!r}")
+        if self.route not in ROUTES:
+            raise ValueError(f"route: {self.route!r} unknown; choose one of {', '.join(ROUTES)}")
+        if self.route == "prefix_affinity" and not self.parse:
+            raise ValueError("route prefix_affinity reads the prompt: not with --no-parse")
         for name in ("per_request_ms", "cpu_ms", "max_concurrency"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must be >= 0")
 
-    @property
-    def upstream_host(self) -> str:
-        return urlsplit(self.upstream).hostname or "127.0.0.1"
-
-    @property
-    def upstream_port(self) -> int:
-        return urlsplit(self.upstream).port or 80
+    def address(self, index: int) -> tuple[str, int]:
+        """(host, port) of upstream `index`."""
+        split = urlsplit(self.upstreams[index])
+        return split.hostname or "127.0.0.1", split.port or 80
 
 
 class LayerProxy:
@@ -78,7 +90,11 @@ class LayerProxy:
         self.config = config
         self._slots = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
         self.forwarded = 0
-        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.router = make_router(config.route, len(config.upstreams))
+        self._addresses = [config.address(i) for i in range(len(config.upstreams))]
+        self._idle: list[list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = [
+            [] for _ in config.upstreams
+        ]
 
     def handle(self, conn: HttpConnection, request: HttpRequest) -> None:
         if request.path == "/health" and request.method == "GET":
@@ -103,6 +119,7 @@ class LayerProxy:
         cfg = self.config
         body = request.body
         tag = b""
+        payload = None
         if cfg.parse and body:
             try:
                 payload = json.loads(body)
@@ -112,18 +129,31 @@ class LayerProxy:
                 tag = _policy(payload)
                 if cfg.reserialise:
                     body = json.dumps(payload).encode()
+        index = self.router.choose(payload if isinstance(payload, dict) else None)
+        self.router.load.started(index)
+        try:
+            await self._work_and_relay(conn, request, body, tag, index)
+        finally:
+            self.router.load.finished(index)
+
+    async def _work_and_relay(
+        self, conn: HttpConnection, request: HttpRequest, body: bytes, tag: bytes, index: int
+    ) -> None:
+        cfg = self.config
         if cfg.per_request_ms > 0:
             await _precise_sleep(cfg.per_request_ms / 1e3)
         if cfg.cpu_ms > 0:
             _burn_cpu(cfg.cpu_ms / 1e3)
         layer_ms = (time.perf_counter_ns() - request.arrival_ns) / 1e6
-        relay = _Relay(conn, layer_ms)
-        data = _request_bytes(request, body, cfg, tag)
-        pooled = bool(self._idle)
-        reader, writer = self._idle.pop() if pooled else (None, None)
+        route = index if len(cfg.upstreams) > 1 else None
+        relay = _Relay(conn, layer_ms, route)
+        data = _request_bytes(request, body, self._addresses[index], tag)
+        idle = self._idle[index]
+        pooled = bool(idle)
+        reader, writer = idle.pop() if pooled else (None, None)
         try:
             if reader is None or writer is None:
-                reader, writer = await self._connect()
+                reader, writer = await self._connect(index)
             writer.write(data)
             try:
                 reusable = await relay.run(reader)
@@ -131,11 +161,11 @@ class LayerProxy:
                 if not pooled or relay.started:
                     raise
                 writer.close()  # the upstream closed an idle pooled connection: once more
-                reader, writer = await self._connect()
+                reader, writer = await self._connect(index)
                 writer.write(data)
                 reusable = await relay.run(reader)
             if reusable:
-                self._idle.append((reader, writer))
+                idle.append((reader, writer))
                 writer = None
         except (ConnectionError, OSError, asyncio.IncompleteReadError) as exc:
             if not relay.started:
@@ -148,9 +178,8 @@ class LayerProxy:
             if writer is not None:
                 writer.close()
 
-    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        cfg = self.config
-        reader, writer = await asyncio.open_connection(cfg.upstream_host, cfg.upstream_port)
+    async def _connect(self, index: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await asyncio.open_connection(*self._addresses[index])
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -160,9 +189,10 @@ class LayerProxy:
 class _Relay:
     """Streams one upstream response to the client as its bytes arrive."""
 
-    def __init__(self, conn: HttpConnection, layer_ms: float) -> None:
+    def __init__(self, conn: HttpConnection, layer_ms: float, route: int | None = None) -> None:
         self.conn = conn
         self.layer_ms = layer_ms
+        self.route = route  # the upstream chosen, when there was a choice
         self.started = False
 
     async def run(self, reader: asyncio.StreamReader) -> bool:
@@ -172,6 +202,8 @@ class _Relay:
         lines = head[:-4].split(b"\r\n")
         framing, remaining = _framing(lines[1:])
         timing = b"server-timing: layer;dur=%.3f" % self.layer_ms
+        if self.route is not None:
+            timing += b', route;desc="r%d"' % self.route
         self.started = True
         conn.write(b"\r\n".join([*lines, timing]) + b"\r\n\r\n")
         decoder = ChunkedDecoder() if framing == "chunked" else None
@@ -206,10 +238,11 @@ def _policy(payload: dict[str, object]) -> bytes:
     return b"x-zerohop-route: " + route.encode("utf-8", "replace")[:200] + b"\r\n"
 
 
-def _request_bytes(request: HttpRequest, body: bytes, cfg: LayerConfig, tag: bytes) -> bytes:
+def _request_bytes(request: HttpRequest, body: bytes, address: tuple[str, int],
+                   tag: bytes) -> bytes:
     lines = [
         f"{request.method} {request.target} HTTP/1.1".encode("latin-1"),
-        f"host: {cfg.upstream_host}:{cfg.upstream_port}".encode("latin-1"),
+        f"host: {address[0]}:{address[1]}".encode("latin-1"),
     ]
     for name, value in request.headers.items():
         if name not in HOP_BY_HOP:
@@ -250,9 +283,10 @@ def _burn_cpu(seconds: float) -> None:
 async def serve_proxy(config: LayerConfig, port_file: Path | None = None) -> None:
     server, port = await listen(LayerProxy(config), config.host, config.port, port_file,
                                 one_per_turn=False)
-    print(
-        f"zerohop-proxy listening on http://{config.host}:{port} -> {config.upstream}", flush=True
-    )
+    upstreams = ", ".join(config.upstreams)
+    routed = f" ({config.route})" if len(config.upstreams) > 1 else ""
+    print(f"zerohop-proxy listening on http://{config.host}:{port} -> {upstreams}{routed}",
+          flush=True)
     try:
         await asyncio.Event().wait()
     finally:

@@ -5,6 +5,8 @@ requests are doing, so a slow server shows up as growing `ttft_from_schedule_ms`
 as a hidden client queue (coordinated omission). The schedule is shared and seeded: this
 process takes its own share of it (see the planner), so N workers together replay the
 same arrival process one would. An arrival over the in-flight cap is dropped and counted.
+A conversation's arrivals are sessions: each runs in its own greenlet (`sessions`), its
+later turns on its own think times, and the cap counts live sessions.
 """
 
 from __future__ import annotations
@@ -45,10 +47,13 @@ def stop_open_loop_dispatchers(environment: Any) -> None:
 
 
 def _dispatch(environment: Any, user_class: type) -> None:
+    from zerohop.loadgen.sessions import play_session
     from zerohop.loadgen.users import new_policy_executor, run_logical_request
+    from zerohop.workloads.planners import is_session_planner
 
     rt = runtime_of(environment)
     binding = binding_for(environment, user_class)
+    sessions = is_session_planner(binding.planner)
     client = binding.new_client(environment)
     executor = new_policy_executor(environment, client, binding,
                                    (binding.spec.name, "dispatcher"))
@@ -66,6 +71,10 @@ def _dispatch(environment: Any, user_class: type) -> None:
                 break
             if cap_here is not None and len(requests) >= cap_here:
                 rt.counters.dropped_arrivals += 1
+                continue
+            if sessions:
+                requests.spawn(play_session, environment, executor, client, binding, planned,
+                               due_ns)
                 continue
             spec = binding.request_spec(planned, scheduled_perf_ns=due_ns)
             requests.spawn(run_logical_request, executor, client, spec)

@@ -70,7 +70,7 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
         _start_embedded_target(environment, rt)
     _select_workloads(environment, rt)
     _open_results(environment, rt)
-    _record_selection(rt)
+    _record_selection(environment, rt)
     if getattr(environment, "web_ui", None) is not None:
         from zerohop.loadgen.web_tab import install_web_tab
 
@@ -119,6 +119,7 @@ def _validate_options(environment: Any) -> None:
     try:
         opt.parse_slo(opt.option(environment, "zh_slo"))
         load_workloads(opt.option(environment, "zh_workload"))
+        opt.arm_hosts(environment)
         _telemetry_sources(environment)
     except ValueError as exc:
         _fail(str(exc))
@@ -142,12 +143,19 @@ def _select_workloads(environment: Any, rt: ProcessRuntime) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _record_selection(rt: ProcessRuntime) -> None:
+def _record_selection(environment: Any, rt: ProcessRuntime) -> None:
+    """The decision, and each running workload's own SLOs (`workload_slo`: what decides
+    its goodput and verdict when the run has no --slo), into the manifest."""
     decision = rt.extras.get("selection")
     if decision is not None and rt.run_dir is not None:
+        from zerohop.loadgen import selection as sel
+
+        specs = [getattr(c, "workload_spec", None) for c in sel.llm_user_classes(environment)]
+        workload_slo = {s.name: s.slo.objectives for s in specs if s and s.slo.objectives}
         results.update_manifest(rt.run_dir, workload_selection={
             "run": decision.run, "left_out": decision.left_out,
-            "adapters": decision.adapters, "target_models": decision.target})
+            "adapters": decision.adapters, "target_models": decision.target},
+            workload_slo=workload_slo)
 
 
 def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
@@ -465,11 +473,13 @@ def _stop_if_interrupted(environment: Any, rt: ProcessRuntime) -> None:
     the sink is still open, and name the cause for the manifest."""
     from locust.runners import STATE_RUNNING, STATE_SPAWNING
 
+    gevent.sleep(0)  # let a pending SIGTERM watcher note the signal
+    if rt.extras.get("signal"):  # a distributed master's own shutdown may already be stopping
+        rt.extras.setdefault("end_reason", rt.extras["signal"])
     runner = environment.runner
     if runner is None or runner.state not in (STATE_SPAWNING, STATE_RUNNING):
         return
-    gevent.sleep(0)  # let a pending SIGTERM watcher note the signal
-    rt.extras.setdefault("end_reason", rt.extras.get("signal") or "stopped before the end")
+    rt.extras.setdefault("end_reason", "stopped before the end")
     log.warning("zerohop: run interrupted (%s); draining and keeping what was measured",
                 rt.extras["end_reason"])
     runner.stop()

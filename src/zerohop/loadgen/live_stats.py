@@ -4,7 +4,7 @@ tab of Locust's web UI (web_tab.py).
 Locust's own tables round response times into buckets; this keeps every value of the
 records the master (or the local runner) has received, so the tab's p99 is the same p99
 the report computes from the same records (numpy's linear interpolation, as in
-report/quantiles.py). Successful requests only (`outcome == "ok"`), as in the report's
+analysis/quantiles.py). Successful requests only (`outcome == "ok"`), as in the report's
 latency tables; failures are counted beside them. Values are kept in `array('d')`
 (8 bytes each); the table is recomputed (numpy's linear-time selection) only when new
 records arrived since it was last asked for, i.e. at most once per UI poll, and only in

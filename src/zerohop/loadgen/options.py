@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zerohop.client.arms import parse_arm_hosts
 from zerohop.core.apis import API_NAMES, DEFAULT_API
 from zerohop.core.slo import parse_slo_text
 
@@ -29,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     "zh_rate_override": 0.0,
     "zh_worker_count": 0,
     "zh_audit_dir": "",
+    "zh_arm_hosts": "",
     "zh_selection": "",  # set by the master (loadgen.selection), never by a flag
 }
 
@@ -85,6 +87,10 @@ def add_arguments(parser: Any) -> None:
                        include_in_web_ui=False,
                        help="Also keep every process's own copy of its records here (to "
                        "audit that the master's results hold each exactly once).")
+    group.add_argument("--arm-hosts", dest="zh_arm_hosts", default="", include_in_web_ui=False,
+                       help="An interleaved comparison: direct=URL,layer=URL — each request "
+                       "goes to one arm, drawn at random with --seed (--host stays the "
+                       "target the run sizes prompts and reads models on).")
     group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Never start the embedded target; fail without --host.")
@@ -97,6 +103,13 @@ def option(environment: Any, name: str) -> Any:
     if opts is not None and hasattr(opts, name):
         return getattr(opts, name)
     return DEFAULTS[name]
+
+
+def arm_hosts(environment: Any) -> dict[str, str]:
+    """`--arm-hosts` as {arm: base URL} ({} outside an interleaved comparison); a
+    ValueError names the bad part."""
+    text = option(environment, "zh_arm_hosts")
+    return parse_arm_hosts(text) if text else {}
 
 
 def parse_slo(text: str) -> dict[str, float]:

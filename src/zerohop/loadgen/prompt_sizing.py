@@ -218,7 +218,7 @@ def _unstreamed_prompt_tokens(base_url: str, adapter: ApiAdapter, generation: Ge
                                   headers=request.headers, method=request.method)
     try:
         with urllib.request.urlopen(http, timeout=60) as response:
-            _, usage = adapter.decode_response(response.read())
+            usage = adapter.decode_response(response.read()).usage
     except (urllib.error.URLError, OSError, ProtocolError, json.JSONDecodeError):
         return None
     return usage.input_tokens

@@ -189,13 +189,18 @@ def plan_candidates(templates: Sequence[type], in_files: Sequence[Any], *,
     """One candidate per workload in the --workload files (`in_files`), each under its own
     name and asked for, given to the first locustfile class of its kind; a class whose
     kind no file names offers its default workload under the class's own name, asked
-    for when `named` on the command line. A file's workload whose kind no class runs
-    (`--only` left it out) is no candidate."""
+    for when `named` on the command line. A class that does not run by default
+    (`runs_by_default = False`: conversation, shared_prefix) offers its default only
+    when named. A file's workload whose kind no class runs (`--only` left it out) is no
+    candidate."""
     found: list[Candidate] = []
     kinds_taken: set[str] = set()
     for template in templates:
         kind = template.workload_kind  # type: ignore[attr-defined]
         mine = [spec for spec in in_files if spec.kind == kind]
+        if not mine and not getattr(template, "runs_by_default", True) \
+                and template.__name__ not in named:
+            continue
         if not mine:
             found.append(Candidate(
                 template.__name__, template,

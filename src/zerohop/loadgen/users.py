@@ -26,11 +26,14 @@ from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
 
 class LLMUser(User):
     """Base class: the locustfiles' subclasses name their workload kind and default YAML
-    file; `selection.workload_class` derives from them the class that runs one workload."""
+    file; `selection.workload_class` derives from them the class that runs one workload.
+    A class with `runs_by_default = False` runs only when a --workload file names its
+    kind or the command line names the class (its default file is an example)."""
 
     abstract = True
     workload_kind: ClassVar[str] = ""
     default_workload_file: ClassVar[str] = ""
+    runs_by_default: ClassVar[bool] = True
     workload_spec: ClassVar[Any] = None  # set on the classes `selection.workload_class` makes
 
     def __init__(self, environment: Any) -> None:
@@ -52,6 +55,10 @@ class LLMUser(User):
         if self.binding.open_loop or rt.draining:
             gevent.sleep(0.5)  # the dispatcher sends; or the run is draining
             return
+        self.send_next()
+
+    def send_next(self) -> None:
+        """One closed-loop step: one logical request (`sessions.SessionUser`: a session)."""
         run_logical_request(self.policy, self.llm, self.binding.next_spec())
 
 

@@ -112,7 +112,8 @@ def _check(runner: Any, state: dict[str, Any]) -> None:
                     state["reasons"].get(node_id, "quit before the end of the run"))
         elif node.state == "missing":
             _record(runner, state, node_id, state["reasons"].get(
-                node_id, "stopped answering (no heartbeat): it crashed or was killed"))
+                node_id,
+                "stopped answering (no heartbeat): it crashed, was killed or lost its network"))
 
 
 def _record(runner: Any, state: dict[str, Any], node_id: str, reason: str) -> None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from zerohop.client.adapters import create_adapter
 from zerohop.client.api_request import to_request_spec
+from zerohop.client.arms import ArmAssigner
 from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import LLMClient, RequestSpec
 from zerohop.client.policy import client_timeouts
@@ -43,6 +44,9 @@ class WorkloadBinding:
     planner: Any
     open_loop: bool
     prompt_token_source: str | None = None  # which method sized the prompts
+    # an interleaved comparison (`--arm-hosts`): each request's arm, drawn with the seed
+    arms: ArmAssigner | None = None
+    arm_urls: dict[str, str] = field(default_factory=dict)
 
     def next_spec(self) -> RequestSpec:
         return self.request_spec(self.planner.next_request())
@@ -52,6 +56,8 @@ class WorkloadBinding:
         spec = to_request_spec(planned, self.api, self.model,
                                scheduled_perf_ns=scheduled_perf_ns)
         spec.prompt_token_source = self.prompt_token_source
+        if self.arms is not None:  # a session's turns share the arm of its first
+            spec.arm = self.arms.next_arm(getattr(planned, "session_id", None))
         return spec
 
     def think_time_s(self) -> float:
@@ -69,6 +75,7 @@ class WorkloadBinding:
             )),
             anchor=runtime_of(environment).anchor,
             reactor=runtime_of(environment).reactor(),
+            arm_urls=self.arm_urls,
         )
 
 
@@ -85,7 +92,7 @@ def binding_for(environment: Any, user_class: type) -> WorkloadBinding:
 
 def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     from zerohop.loadgen.selection import fitted_spec
-    from zerohop.workloads.plans import make_planner
+    from zerohop.workloads.planners import make_workload_planner
 
     spec = _with_rate_override(environment, user_class, fitted_spec(
         environment, user_class, spec_for(environment, user_class)))
@@ -98,11 +105,13 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     else:
         sizing = sizing_for(environment, api, model)
         calibration, source = sizing.calibration, sizing.source
-    planner = make_planner(spec, seed=seed, worker_index=index, worker_count=count,
-                           calibration=calibration, default_api=api)
+    planner = make_workload_planner(spec, seed=seed, worker_index=index, worker_count=count,
+                                    calibration=calibration, default_api=api)
     open_loop = getattr(spec.load, "kind", "closed") != "closed"
+    arm_urls = opt.arm_hosts(environment)
+    arms = ArmAssigner(list(arm_urls), f"{seed}:{spec.name}:{index}") if arm_urls else None
     return WorkloadBinding(spec=spec, api=api, model=model, planner=planner, open_loop=open_loop,
-                           prompt_token_source=source)
+                           prompt_token_source=source, arms=arms, arm_urls=arm_urls)
 
 
 def spec_for(environment: Any, user_class: type) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -22,7 +22,22 @@ MEMCPY_HOST_TO_DEVICE = 1
 MEMCPY_DEVICE_TO_HOST = 2
 
 
-class HostBuffer:
+class _FreedOnExit:
+    """`with buffer:` gives the memory back on the way out, even when a step raises."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class HostBuffer(_FreedOnExit):
     """Pinned host memory (`cudaHostAlloc`), optionally mapped into the device's address
     space (zero-copy). `.bytes` is a numpy view of it; valid until `close()`."""
 
@@ -52,16 +67,8 @@ class HostBuffer:
             self._rt.freeHost(self.host_ptr)
             self.host_ptr = 0
 
-    def __enter__(self) -> HostBuffer:
-        return self
 
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-class DeviceBuffer:
+class DeviceBuffer(_FreedOnExit):
     """Plain device memory (`cudaMalloc`), never managed memory."""
 
     def __init__(self, cp: ModuleType, nbytes: int) -> None:
@@ -75,14 +82,6 @@ class DeviceBuffer:
         if self.ptr:
             self._rt.free(self.ptr)
             self.ptr = 0
-
-    def __enter__(self) -> DeviceBuffer:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def device_pointer(runtime: Any, host_ptr: int) -> int:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -64,32 +66,19 @@ def run_launch(ctx: BenchContext) -> BenchmarkResult:
 def _async_launch(
     ctx: BenchContext, rec: StepRecorder, gate: StreamGate, stream: Any, empty: Any, arg: tuple
 ) -> None:
-    cp, plan = ctx.cp, ctx.plan
+    plan = ctx.plan
     n = plan.async_batch_launches
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    gpu_us: list[float] = []
-    host_us: list[float] = []
-    timed_out = 0
-    deadline = Deadline(plan.step_budget_s)
-    for _ in range(plan.async_batches):
-        if deadline.passed():
-            break
-        with no_gc(), gated(gate, stream):
-            start.record(stream)
-            t0 = time.perf_counter_ns()
-            with stream:
-                for _ in range(n):
-                    empty((1,), (1,), arg)
-            t1 = time.perf_counter_ns()
-            end.record(stream)
-        end.synchronize()
-        if not gate.released_in_time():
-            timed_out += 1
-            continue
-        gpu_us.append(elapsed_us(cp, start, end) / n)
-        host_us.append((t1 - t0) / 1e3 / n)
-    if not gpu_us:
-        raise RuntimeError(f"every batch's gate timed out ({timed_out})")
+
+    def batch() -> None:
+        with stream:
+            for _ in range(n):
+                empty((1,), (1,), arg)
+
+    batch_gpu_us, batch_host_us, timed_out = _gated_runs(
+        ctx, gate, stream, plan.async_batches, batch, (), run_name="batch", hold_gc=True
+    )
+    gpu_us = [us / n for us in batch_gpu_us]
+    host_us = [us / n for us in batch_host_us]
     rec.add(
         "async_launch_us",
         summarize(
@@ -113,6 +102,47 @@ def _async_launch(
             ),
         ),
     )
+
+
+def _gated_runs(
+    ctx: BenchContext,
+    gate: StreamGate,
+    stream: Any,
+    runs: int,
+    launch: Callable[..., object],
+    args: tuple,
+    *,
+    run_name: str,
+    hold_gc: bool,
+) -> tuple[list[float], list[float], int]:
+    """Up to `runs` runs of `launch(*args)`, each enqueued behind the gate and released at
+    once: GPU microseconds by CUDA events, host microseconds of the call, and how many
+    runs were dropped because their gate timed out (an error if that was every run).
+    `args` keeps a bound method's call as it is inside the host clock."""
+    cp = ctx.cp
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    gpu_us: list[float] = []
+    host_us: list[float] = []
+    timed_out = 0
+    deadline = Deadline(ctx.plan.step_budget_s)
+    for _ in range(runs):
+        if deadline.passed():
+            break
+        with no_gc() if hold_gc else nullcontext(), gated(gate, stream):
+            start.record(stream)
+            t0 = time.perf_counter_ns()
+            launch(*args)
+            t1 = time.perf_counter_ns()
+            end.record(stream)
+        end.synchronize()
+        if not gate.released_in_time():
+            timed_out += 1
+            continue
+        gpu_us.append(elapsed_us(cp, start, end))
+        host_us.append((t1 - t0) / 1e3)
+    if not gpu_us:
+        raise RuntimeError(f"every {run_name}'s gate timed out ({timed_out})")
+    return gpu_us, host_us, timed_out
 
 
 def _launch_sync_roundtrip(
@@ -166,28 +196,11 @@ def _graph_replay(
         graph.launch(stream)
     stream.synchronize()
 
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    per_node_us: list[float] = []
-    host_us: list[float] = []
-    timed_out = 0
-    deadline = Deadline(plan.step_budget_s)
-    for _ in range(plan.graph_replays):
-        if deadline.passed():
-            break
-        with gated(gate, stream):
-            start.record(stream)
-            t0 = time.perf_counter_ns()
-            graph.launch(stream)
-            t1 = time.perf_counter_ns()
-            end.record(stream)
-        end.synchronize()
-        if not gate.released_in_time():
-            timed_out += 1
-            continue
-        per_node_us.append(elapsed_us(cp, start, end) / nodes)
-        host_us.append((t1 - t0) / 1e3)
-    if not per_node_us:
-        raise RuntimeError(f"every replay's gate timed out ({timed_out})")
+    replay_us, host_us, timed_out = _gated_runs(
+        ctx, gate, stream, plan.graph_replays, graph.launch, (stream,),
+        run_name="replay", hold_gc=False,
+    )
+    per_node_us = [us / nodes for us in replay_us]
     rec.add(
         "graph_replay_per_node_us",
         summarize(

@@ -73,7 +73,8 @@ class TargetConfig(Strict):
     model: str = ""
 
 
-ClassName = Literal["ShortQueryFlood", "LongContextSummarisation", "LoRAMix", "TraceReplay"]
+ClassName = Literal["ShortQueryFlood", "LongContextSummarisation", "LoRAMix", "TraceReplay",
+                    "Conversation", "SharedPrefix"]
 
 
 class LoadConfig(Strict):

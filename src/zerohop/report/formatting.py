@@ -4,6 +4,7 @@ every rounding decision lives here, once."""
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 DASH = "—"
 
@@ -12,7 +13,6 @@ def ms(value: float | None) -> str:
     """Latency in ms with about three significant digits: 0.412, 12.3, 1,234."""
     if not _finite(value):
         return DASH
-    assert value is not None
     magnitude = abs(value)
     if magnitude >= 100:
         return f"{value:,.0f}"
@@ -26,14 +26,12 @@ def ms(value: float | None) -> str:
 def signed_ms(value: float | None) -> str:
     if not _finite(value):
         return DASH
-    assert value is not None
     return ("+" if value > 0 else "") + ms(value)
 
 
 def count(value: float | None) -> str:
     if not _finite(value):
         return DASH
-    assert value is not None
     return f"{round(value):,}"
 
 
@@ -45,14 +43,12 @@ def rate(value: float | None) -> str:
 def pct(value: float | None, digits: int = 1) -> str:
     if not _finite(value):
         return DASH
-    assert value is not None
     return f"{value:.{digits}f} %"
 
 
 def signed_pct(value: float | None) -> str:
     if not _finite(value):
         return DASH
-    assert value is not None
     return f"{value:+.1f} %"
 
 
@@ -60,7 +56,6 @@ def number(value: float | None) -> str:
     """Any other figure, 4 significant digits (1.235e+09 for large values)."""
     if not _finite(value):
         return DASH
-    assert value is not None
     if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
         return f"{value:.4g}"
     return f"{value:,.4g}" if abs(value) >= 1000 else f"{value:.4g}"
@@ -70,7 +65,6 @@ def seconds(value: float | None) -> str:
     """Durations: 950 ms, 12.5 s, 3 min 20 s, 1 h 05 min."""
     if not _finite(value):
         return DASH
-    assert value is not None
     if value < 1:
         return f"{value * 1000:.0f} ms"
     if value < 120:
@@ -85,7 +79,6 @@ def seconds(value: float | None) -> str:
 def gbps(value: float | None) -> str:
     if not _finite(value):
         return DASH
-    assert value is not None
     return f"{value:.2f} GB/s"
 
 
@@ -97,5 +90,6 @@ def interval(low: float | None, high: float | None, fmt: str = "ms") -> str:
     return f"[{render(low)}, {render(high)}]"
 
 
-def _finite(value: float | None) -> bool:
+def _finite(value: float | None) -> TypeGuard[float]:
+    """A number to print; the type guard lets each formatter use `value` as a float."""
     return value is not None and isinstance(value, int | float) and math.isfinite(value)

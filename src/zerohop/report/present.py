@@ -30,11 +30,13 @@ from zerohop.report.present_latency import (
     throughput_table,
 )
 from zerohop.report.present_policy import policy_section
+from zerohop.report.present_sessions import session_section
 from zerohop.report.present_timeseries import (
     FIDELITY_GROUP,
     lane_chart,
     time_chart,
     timeseries_section,
+    window_axis,
 )
 from zerohop.report.present_token_counts import token_count_section
 
@@ -82,6 +84,7 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
         "microbench": _microbench_section(analysis, charts),
         "policy": _policy_section(analysis, charts),
         "token_counts": token_count_section(analysis.token_counts or TokenCounts([], [])),
+        "sessions": session_section(analysis, charts),
         "environment": [
             {"title": title, "rows": rows} for title, rows in environment_rows(manifest).items()
         ],
@@ -218,14 +221,14 @@ def _error_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]
     data = analysis.charts_series
     chart_id = ""
     if not data.outcomes.empty and len(data.outcomes.columns):
-        x = data.timeline.starts_s + data.timeline.window_s / 2.0
+        x, x_range = window_axis(data)
         chart_id = add_chart(
             charts,
             time_chart(
                 "errors",
                 "Failed attempts per window, by outcome",
                 x,
-                (0.0, data.timeline.duration_s),
+                x_range,
                 "attempts",
                 [Series(str(c), data.outcomes[c].to_numpy()) for c in data.outcomes.columns],
             ),
@@ -252,8 +255,7 @@ def _error_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]
 def _fidelity_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]:
     fidelity = analysis.fidelity
     data = analysis.charts_series
-    x = data.timeline.starts_s + data.timeline.window_s / 2.0
-    x_range = (0.0, data.timeline.duration_s)
+    x, x_range = window_axis(data)
     chart_ids = []
     lag = data.schedule_lag
     if np.isfinite(lag["schedule_lag_p99_ms"].to_numpy()).any():

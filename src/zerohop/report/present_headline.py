@@ -6,14 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.core.metrics import REQUEST_LATENCIES, title
 from zerohop.report import formatting as fmt
-from zerohop.report.charts import Chart, Series, add_chart
+from zerohop.report.charts import Chart, add_chart
+from zerohop.report.present_certificate import certificate_check
 from zerohop.report.present_latency import ITL_BETWEEN_READS
-from zerohop.report.present_timeseries import time_chart
+from zerohop.report.present_timeseries import (
+    latency_series,
+    load_series,
+    time_chart,
+    window_axis,
+)
 
 
 def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str]:
@@ -40,7 +44,7 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
     items = []
     if analysis.slo_results:
         met = sum(1 for r in analysis.slo_results if r.met)
-        failed = [r.target.key for r in analysis.slo_results if r.met is False]
+        failed = [r.label for r in analysis.slo_results if r.met is False]
         unknown = sum(1 for r in analysis.slo_results if r.met is None)
         status = "fail" if failed else ("warn" if unknown else "ok")
         text = f"SLOs: {met} of {len(analysis.slo_results)} met"
@@ -58,6 +62,9 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
             else "client fidelity flagged: " + "; ".join(fidelity.reasons),
         }
     )
+    certificate = certificate_check(analysis.manifest)
+    if certificate is not None:
+        items.append(certificate)
     total = analysis.total
     error_status = "ok" if total.errors == 0 else ("warn" if total.error_pct < 1.0 else "fail")
     items.append(
@@ -87,7 +94,7 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
 def slo_rows(analysis: RunAnalysis) -> list[dict[str, str]]:
     return [
         {
-            "key": r.target.key,
+            "key": r.label,
             "observed": fmt.ms(r.observed_ms),
             "threshold": fmt.ms(r.target.threshold_ms),
             "status": "met" if r.met else ("missed" if r.met is False else "no data"),
@@ -136,13 +143,8 @@ def headline_chart(analysis: RunAnalysis, charts: list[Chart]) -> str:
     """The first screen's chart: TTFT p50 and p99 per window (does latency hold over
     the run?), or offered vs achieved load when no window has a TTFT."""
     data = analysis.charts_series
-    x = data.timeline.starts_s + data.timeline.window_s / 2.0
-    x_range = (0.0, data.timeline.duration_s)
-    series = [
-        Series(stat, data.latency[column].to_numpy())
-        for stat, column in (("p50", "ttft_p50_ms"), ("p99", "ttft_p99_ms"))
-        if column in data.latency.columns and np.isfinite(data.latency[column].to_numpy()).any()
-    ]
+    x, x_range = window_axis(data)
+    series = latency_series(data, (("p50", "ttft_p50_ms"), ("p99", "ttft_p99_ms")))
     if series:
         chart = time_chart("headline-ttft", "TTFT per window (ms)", x, x_range, "ms", series)
     else:
@@ -152,9 +154,6 @@ def headline_chart(analysis: RunAnalysis, charts: list[Chart]) -> str:
             x,
             x_range,
             "req/s",
-            [
-                Series("offered", data.load["offered_rps"].to_numpy()),
-                Series("achieved (ok)", data.load["achieved_rps"].to_numpy()),
-            ],
+            load_series(data),
         )
     return add_chart(charts, chart)

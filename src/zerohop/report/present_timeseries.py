@@ -3,6 +3,7 @@ lanes grouped into charts on the run's one time axis."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,8 +76,7 @@ SHORT_METRIC: dict[str, str] = {
 
 def timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]:
     data = analysis.charts_series
-    x = data.timeline.starts_s + data.timeline.window_s / 2.0
-    x_range = (0.0, data.timeline.duration_s)
+    x, x_range = window_axis(data)
     section_charts = []
     load = time_chart(
         "load",
@@ -84,20 +84,12 @@ def timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, 
         x,
         x_range,
         "req/s",
-        [
-            Series("offered", data.load["offered_rps"].to_numpy()),
-            Series("achieved (ok)", data.load["achieved_rps"].to_numpy()),
-            Series("errors", data.load["error_rps"].to_numpy(), "dashed"),
-        ],
+        [*load_series(data), Series("errors", data.load["error_rps"].to_numpy(), "dashed")],
     )
     section_charts.append(add_chart(charts, load))
     for metric in (m for m in CATALOGUE if m.window_stats):
         columns = [(stat, window_column(metric.name, stat)) for stat in metric.window_stats]
-        series = [
-            Series(stat, data.latency[c].to_numpy())
-            for stat, c in columns
-            if c in data.latency.columns and np.isfinite(data.latency[c].to_numpy()).any()
-        ]
+        series = latency_series(data, columns)
         if series:
             chart = time_chart(
                 f"latency-{metric.stem}", f"{metric.title} percentiles per window", x, x_range,
@@ -166,6 +158,29 @@ def _lane_sort(key: str) -> tuple[str, int, str]:
     metric, _, rest = key.partition("{gpu=")
     number = rest.split("}", 1)[0]
     return (metric, int(number) if number.isdigit() else -1, key)
+
+
+def window_axis(data: TimeSeriesData) -> tuple[np.ndarray, tuple[float, float]]:
+    """Window centres and the run's span: the x axis every time chart of a run shares."""
+    return data.timeline.starts_s + data.timeline.window_s / 2.0, (0.0, data.timeline.duration_s)
+
+
+def load_series(data: TimeSeriesData) -> list[Series]:
+    """Offered and achieved (ok) requests per second, per window."""
+    return [
+        Series("offered", data.load["offered_rps"].to_numpy()),
+        Series("achieved (ok)", data.load["achieved_rps"].to_numpy()),
+    ]
+
+
+def latency_series(data: TimeSeriesData, columns: Iterable[tuple[str, str]]) -> list[Series]:
+    """One series per (stat, latency column) that has at least one finite window; a
+    column absent or empty in this run draws nothing."""
+    return [
+        Series(stat, data.latency[c].to_numpy())
+        for stat, c in columns
+        if c in data.latency.columns and np.isfinite(data.latency[c].to_numpy()).any()
+    ]
 
 
 def time_chart(

@@ -1,64 +1,177 @@
-"""The same workload direct and through one extra hop, and what the hop costs."""
+"""The same workload direct and through one extra hop, and what the hop costs.
+
+Interleaved (the default): one run whose requests are each sent, at random with the
+run's seed, to the engine directly or through the layer (or through one layer per
+routing policy, in front of several engine replicas), so a server drifting during the
+run falls on every arm alike; the records carry their arm and the comparison splits
+them (`analysis.arms`). Sequential: a run direct, then a run through the layer, as
+before — with each run's first half against its second as the noise floor, said
+when it is larger than the cost reported.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+from pathlib import Path
 from typing import Any
 
 import click
 
+from zerohop.core.exit_codes import EXIT_UNREACHABLE, RunError, one_line
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import run_once
 
+MODES = ("interleaved", "sequential")
+SHOWN_STATS = ("p50", "p90", "p99")
 
-def run_compare_layer(plan: RunPlan, layer_url: str | None, layer_args: list[str]) -> int:
-    """The same workload direct and through one extra hop; the comparison page prices it."""
-    from zerohop.report.build import compare_dirs, write_comparison
 
-    sim = None
-    proxy = None
-    host = plan.host
+@dataclasses.dataclass(frozen=True)
+class LayerSetup:
+    """How the comparison's targets are made: `layer_url` is a gateway the user runs
+    (with --host); otherwise the embedded layer runs with `layer_args`, in front of
+    `replicas` embedded engines, once per routing policy in `routes`."""
+
+    layer_url: str | None
+    layer_args: list[str]
+    mode: str = "interleaved"
+    replicas: int = 1
+    routes: tuple[str, ...] = ()
+
+
+def run_compare_layer(plan: RunPlan, setup: LayerSetup) -> int:
+    """Run the comparison; print and write (`compare-*.json`, `.html`) the layer's cost."""
+    processes: list[Any] = []
     try:
-        if host is None:
-            from zerohop.sim.embedded import start_embedded_target
-
-            sim = start_embedded_target(plan.sim_args)
-            host = sim.url
-        if layer_url is None:
-            from zerohop.sim.launcher import start_proxy
-
-            proxy = start_proxy(host, layer_args)
-            layer_url = proxy.url
-        direct_plan = dataclasses.replace(plan, host=host, name=plan.name + "-direct")
-        layer_plan = dataclasses.replace(plan, host=layer_url, name=plan.name + "-layer")
-        direct = run_once(direct_plan, kind="embedded")
-        layered = run_once(layer_plan, kind="layer")
+        direct, arms = _start_targets(plan, setup, processes)
+        kind = "embedded" if plan.host is None else None
+        if setup.mode == "sequential":
+            layer_url = next(iter(arms.values()))
+            direct_run = run_once(dataclasses.replace(plan, host=direct,
+                                                      name=plan.name + "-direct"), kind=kind)
+            layered = run_once(dataclasses.replace(plan, host=layer_url,
+                                                   name=plan.name + "-layer"), kind="layer")
+            runs = [direct_run, layered]
+        else:
+            runs = [run_once(dataclasses.replace(
+                plan, host=direct, arm_hosts={"direct": direct, **arms},
+                name=plan.name + "-interleaved"), kind=kind)]
     finally:
-        if proxy is not None:
-            proxy.stop()
-        if sim is not None:
-            sim.stop()
-    stem = layered.run_dir.parent / f"compare-{direct.run_dir.name}-vs-layer"
-    comparisons = compare_dirs([direct.run_dir, layered.run_dir], layer_of=direct.run_dir)
-    write_comparison(comparisons, stem.with_suffix(".html"))
-    budget = layer_cost(comparisons)
+        for process in reversed(processes):
+            process.stop()
+    code = max(r.exit_code for r in runs)
+    if setup.mode == "sequential":
+        _report_sequential(runs[0].run_dir, runs[1].run_dir)
+    else:
+        _report_interleaved(runs[0].run_dir)
+    return code
+
+
+def _start_targets(plan: RunPlan, setup: LayerSetup, processes: list[Any]
+                   ) -> tuple[str, dict[str, str]]:
+    """(the direct URL, {arm: layer URL}); what it starts is appended to `processes`."""
+    from zerohop.sim.embedded import start_embedded_replicas
+    from zerohop.sim.launcher import start_proxy
+
+    try:
+        if plan.host is None:
+            replicas = start_embedded_replicas(setup.replicas, plan.sim_args)
+            processes.extend(replicas)
+            upstreams = [r.url for r in replicas]
+        else:
+            upstreams = [plan.host]
+        if setup.layer_url is not None:
+            return upstreams[0], {"layer": setup.layer_url}
+        arms = {}
+        for route in setup.routes or (None,):
+            extra = ["--route", route] if route else []
+            proxy = start_proxy(upstreams, [*setup.layer_args, *extra])
+            processes.append(proxy)
+            arms[route or "layer"] = proxy.url
+        return upstreams[0], arms
+    except Exception as exc:
+        if isinstance(exc, RunError):
+            raise
+        raise RunError(f"the comparison's targets could not start: {one_line(exc)}",
+                       EXIT_UNREACHABLE) from None
+
+
+def _report_interleaved(run_dir: Path) -> None:
+    from zerohop.analysis.arms import arm_comparisons, arm_figures, arm_views, budget_dict
+    from zerohop.report.build import write_comparison
+    from zerohop.storage.run_reader import load_run
+
+    run = load_run(run_dir)
+    views = arm_views(run)
+    if "direct" not in views or len(views) < 2:
+        click.echo("zerohop: no layer cost: the run's records do not cover both arms", err=True)
+        return
+    comparisons = arm_comparisons(run)
+    stem = run_dir.parent / f"compare-{run_dir.name}-arms"
+    write_comparison(list(comparisons.values()), stem.with_suffix(".html"))
+    costs = {arm: budget_dict(c) for arm, c in comparisons.items()}
+    first = next(iter(costs))
+    figures = {arm: dataclasses.asdict(arm_figures(view, arm)) for arm, view in views.items()}
+    budget = {"mode": "interleaved", "run": run_dir.name, "arm": first, **costs[first],
+              "costs": costs, "arms": figures}
     stem.with_suffix(".json").write_text(json.dumps(budget, indent=2) + "\n")
-    click.echo("layer cost (through the layer − direct, ms; 95% CI):")
-    for metric, stats in budget["layer_cost_ms"].items():
-        cells = "  ".join(f"{k} {v:+.2f}" for k, v in stats.items())
-        click.echo(f"  {metric:<8} {cells}")
+    counts = " + ".join(f"{f['requests']} {arm}" for arm, f in figures.items())
+    click.echo(f"layer cost (arm − direct, ms; 95% CI), one interleaved run ({counts}):")
+    for arm, cost in costs.items():
+        _echo_cost(arm, cost)
+    _echo_figures(figures)
     click.echo(f"comparison: {stem.with_suffix('.html')}")
-    return max(direct.exit_code, layered.exit_code)
 
 
-def layer_cost(comparisons: list[Any]) -> dict[str, Any]:
-    """The report's layer budget over all workloads (or the only one), per metric."""
-    budgets = [b for c in comparisons for b in c.layer_budgets]
-    chosen = next((b for b in budgets if b.workload == "all"), budgets[0] if budgets else None)
-    cost: dict[str, dict[str, float]] = {}
-    ci: dict[str, dict[str, list[float]]] = {}
-    for row in chosen.rows if chosen is not None else []:
-        cost.setdefault(row.metric, {})[row.stat] = round(row.layer_ms, 3)
-        ci.setdefault(row.metric, {})[row.stat] = [round(row.ci_low, 3), round(row.ci_high, 3)]
-    return {"workload": chosen.workload if chosen else None, "layer_cost_ms": cost, "ci95_ms": ci}
+def _report_sequential(direct_dir: Path, layer_dir: Path) -> None:
+    from zerohop.analysis.arms import arm_figures, budget_dict, noise_floor, noise_verdict
+    from zerohop.report.build import compare_dirs, write_comparison
+    from zerohop.storage.run_reader import load_run
+
+    stem = layer_dir.parent / f"compare-{direct_dir.name}-vs-layer"
+    comparisons = compare_dirs([direct_dir, layer_dir], layer_of=direct_dir)
+    write_comparison(comparisons, stem.with_suffix(".html"))
+    cost = budget_dict(comparisons[0])
+    runs = [load_run(direct_dir), load_run(layer_dir)]
+    noise = noise_verdict(cost, [budget_dict(noise_floor(run)) for run in runs])
+    figures = {arm: dataclasses.asdict(arm_figures(run, arm))
+               for arm, run in zip(("direct", "layer"), runs, strict=True)}
+    budget = {"mode": "sequential", "runs": [direct_dir.name, layer_dir.name], **cost,
+              **noise, "arms": figures}
+    stem.with_suffix(".json").write_text(json.dumps(budget, indent=2) + "\n")
+    click.echo("layer cost (through the layer − direct, ms; 95% CI), two runs in turn:")
+    _echo_cost("layer", cost)
+    drowned = [f"{metric} {stat} (cost {cost['layer_cost_ms'][metric][stat]:+.2f}, "
+               f"noise {noise['noise_ms'][metric][stat]:.2f})"
+               for metric, stats in noise["noise_exceeds_cost"].items()
+               for stat, exceeds in stats.items() if exceeds and stat in SHOWN_STATS]
+    if drowned:
+        click.echo("zerohop: warning: each run differs from itself (first half vs second) by "
+                   "at least the cost reported at " + "; ".join(drowned) + ": there the cost "
+                   "is the server's drift as much as the layer's; the interleaved mode "
+                   "(the default) prices it in one run", err=True)
+    _echo_figures(figures)
+    click.echo(f"comparison: {stem.with_suffix('.html')}")
+
+
+def _echo_cost(arm: str, cost: dict[str, Any]) -> None:
+    click.echo(f"  {arm}:")
+    for metric, stats in cost["layer_cost_ms"].items():
+        cells = []
+        for stat in SHOWN_STATS:
+            if stat in stats:
+                low, high = cost["ci95_ms"][metric][stat]
+                cells.append(f"{stat} {stats[stat]:+.2f} [{low:+.2f}, {high:+.2f}]")
+        click.echo(f"    {metric:<8} " + "   ".join(cells))
+
+
+def _echo_figures(figures: dict[str, dict[str, Any]]) -> None:
+    click.echo(f"  {'arm':<16} {'requests':>8} {'ok':>6} {'cache hit':>9} {'good':>7} "
+               f"{'goodput/s':>9}  routes")
+    for arm, f in figures.items():
+        hit = "unknown" if f["cache_hit_pct"] is None else f"{f['cache_hit_pct']:.1f}%"
+        good = "-" if math.isnan(f["good_pct"]) else f"{f['good_pct']:.1f}%"
+        routes = " ".join(f"{k}:{v}" for k, v in f["routes"].items()) or "-"
+        click.echo(f"  {arm:<16} {f['requests']:>8} {f['ok']:>6} {hit:>9} {good:>7} "
+                   f"{f['goodput_rps']:>9.2f}  {routes}")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from zerohop.client.arms import format_arm_hosts
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_WORKER_FAILED, RunError
 from zerohop.core.layout import LOCUST_LOG
 from zerohop.runner.plan import RunPlan
@@ -21,8 +22,9 @@ from zerohop.storage import run_folder as results
 def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
     from zerohop.shipped import loadtests_dir
 
+    files = ",".join(str(path) for path in [loadtests_dir(), *plan.locustfiles])
     cmd = [
-        sys.executable, "-m", "locust", "-f", str(loadtests_dir()), "--headless",
+        sys.executable, "-m", "locust", "-f", files, "--headless",
         "-u", str(plan.users), "-r", str(max(plan.users, 1)), "-t", f"{int(plan.duration_s)}s",
         "--host", host, "--stop-timeout", "5", "--csv", str(run_dir / "locust"),
         "--only-summary", "--loglevel", "WARNING",
@@ -37,6 +39,8 @@ def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
         cmd += ["--rate-override", str(plan.rate)]
     if plan.workers:
         cmd += ["--processes", str(plan.workers)]
+    if plan.arm_hosts:
+        cmd += ["--arm-hosts", format_arm_hosts(plan.arm_hosts)]
     cmd += plan.classes
     return cmd
 

@@ -32,6 +32,10 @@ class RunPlan:
     model: str = ""
     report: bool = True
     microbench: str = "auto"
+    # an interleaved comparison: {arm: base URL}; each request goes to one, at random
+    arm_hosts: dict[str, str] = field(default_factory=dict)
+    # Locust plugin files loaded beside the shipped user classes (their own event hooks)
+    locustfiles: list[Path] = field(default_factory=list)
 
 
 def parse_duration(text: str) -> float:

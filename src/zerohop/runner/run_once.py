@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -24,6 +25,7 @@ from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE
 from zerohop.runner.locust_process import last_error_line, run_locust
 from zerohop.runner.plan import RunPlan
 from zerohop.storage import run_folder as results
+from zerohop.storage.selfcheck_files import attach_certificate
 
 
 @dataclass
@@ -33,7 +35,10 @@ class RunResult:
     report: Path | None
 
 
-def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -> RunResult:
+def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True,
+             client_certificate: dict[str, Any] | None = None) -> RunResult:
+    """`client_certificate`: a self-check's selfcheck.json, kept in the run's folder and
+    manifest for the report."""
     sim = None
     host = plan.host
     if host is None:
@@ -51,7 +56,7 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -
         results.start_manifest(
             run_dir, name=plan.name,
             target={"url": host, "kind": kind or ("embedded" if sim else "external"),
-                    "api": plan.api},
+                    "api": plan.api, **_arms_entry(plan)},
             workloads=[{"file": str(p)} for p in plan.workloads],
             load={"mode": "open" if plan.rate else "closed", "users": plan.users,
                   "rate_rps": plan.rate, "duration_s": plan.duration_s},
@@ -59,6 +64,8 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -
             config={k: str(v) for k, v in vars(plan).items()},
             locust={"workers": plan.workers},
         )
+        if client_certificate is not None:
+            attach_certificate(run_dir, client_certificate)
         if announce:
             click.echo(f"zerohop: target {host} · results {run_dir}")
         locust_code = run_locust(plan, host, run_dir)
@@ -68,6 +75,14 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True) -
         if sim is not None:
             sim.stop()
     return _finish(plan, run_dir, locust_code)
+
+
+def _arms_entry(plan: RunPlan) -> dict[str, Any]:
+    """An interleaved run's arms for the manifest's target, in their order (a list: the
+    manifest's keys are sorted)."""
+    if not plan.arm_hosts:
+        return {}
+    return {"arms": [{"arm": arm, "url": url} for arm, url in plan.arm_hosts.items()]}
 
 
 def check_reachable(host: str) -> None:

@@ -15,12 +15,21 @@ OpenAI-compatible (vLLM) streaming, chat::
 
 Anthropic streaming: message_start, content_block_start, ping, content_block_delta per
 token, content_block_stop, message_delta (stop_reason + cumulative usage), message_stop.
+
+Token builders take the token's index in the answer: an answer that thinks first or
+calls a tool (answer_plan.py) frames its tokens by where they fall (answer_shapes.py).
+
+Usage says what the prefix cache gave: `prompt_tokens_details.cached_tokens` (OpenAI),
+`cache_read_input_tokens` (Anthropic: message_start reports what was cached when the
+request arrived, message_delta and the body what the scheduler really reused).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any, Protocol
+
+from zerohop.sim.answer_plan import PLAIN_ANSWER, AnswerPlan
 
 OPENAI_ERROR_TYPES = {
     400: "BadRequestError",
@@ -62,17 +71,24 @@ class WireShape(Protocol):
 
     def first_events(self) -> bytes: ...
 
-    def token_event(self, piece: bytes) -> bytes: ...
+    answer: AnswerPlan  # what the answer holds: thinking first, a tool call
 
-    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes: ...
+    def token_event(self, index: int, piece: bytes) -> bytes: ...
 
-    def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes: ...
+    def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes: ...
+
+    def tail_events(
+        self, prompt: int, completion: int, reason: str, terminator: bool,
+        cached: int | None = None,
+    ) -> bytes: ...
 
     def error_event(self, error_type: str, message: str) -> bytes: ...
 
     def invalid_json_event(self) -> bytes: ...
 
-    def final_body(self, text: str, prompt: int, completion: int, reason: str) -> bytes: ...
+    def final_body(
+        self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
+    ) -> bytes: ...
 
 
 def error_body(api: str, status: int, message: str, error_type: str | None = None) -> bytes:
@@ -110,21 +126,30 @@ class _OpenAIStreamShape:
     def head_events(self) -> bytes:
         return b""
 
-    def token_event(self, piece: bytes) -> bytes:
+    answer = PLAIN_ANSWER
+
+    def token_event(self, index: int, piece: bytes) -> bytes:
         return self._prefix + piece + self._suffix
 
-    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
+    def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
         return (self._prefix + piece + self.piece_end + b'"logprobs":null,"finish_reason":'
                 + _j(finish_reason) + b',"stop_reason":null}]}\n\n')
 
-    def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes:
+    def tail_events(
+        self, prompt: int, completion: int, reason: str, terminator: bool,
+        cached: int | None = None,
+    ) -> bytes:
         out = b""
         if self.include_usage:
-            usage = _j(_openai_usage(prompt, completion))
+            usage = _j(self._usage(prompt, completion, cached))
             out += b"data: " + self._head + b',"choices":[],"usage":' + usage + b"}\n\n"
         if terminator:
             out += b"data: [DONE]\n\n"
         return out
+
+    def _usage(self, prompt: int, completion: int, cached: int | None) -> dict[str, object]:
+        """The usage chunk's object; a shape whose answer reasons adds its details."""
+        return _openai_usage(prompt, completion, cached)
 
     def error_event(self, error_type: str, message: str) -> bytes:
         body = _j({"error": {"message": message, "type": error_type, "param": None, "code": 500}})
@@ -148,7 +173,9 @@ class ChatShape(_OpenAIStreamShape):
     def invalid_json_event(self) -> bytes:
         return b"data: " + self._head + b',"choices":[{"index":0,"delta":{"content":" bro\n\n'
 
-    def final_body(self, text: str, prompt: int, completion: int, reason: str) -> bytes:
+    def final_body(
+        self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
+    ) -> bytes:
         return _j(
             {
                 "id": self.id,
@@ -169,7 +196,7 @@ class ChatShape(_OpenAIStreamShape):
                         "stop_reason": None,
                     }
                 ],
-                "usage": _openai_usage(prompt, completion),
+                "usage": _openai_usage(prompt, completion, cached),
                 "prompt_logprobs": None,
             }
         )
@@ -189,7 +216,9 @@ class CompletionShape(_OpenAIStreamShape):
     def invalid_json_event(self) -> bytes:
         return b"data: " + self._head + b',"choices":[{"index":0,"text":" bro\n\n'
 
-    def final_body(self, text: str, prompt: int, completion: int, reason: str) -> bytes:
+    def final_body(
+        self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
+    ) -> bytes:
         return _j(
             {
                 "id": self.id,
@@ -206,19 +235,23 @@ class CompletionShape(_OpenAIStreamShape):
                         "prompt_logprobs": None,
                     }
                 ],
-                "usage": _openai_usage(prompt, completion),
+                "usage": _openai_usage(prompt, completion, cached),
             }
         )
 
 
 class MessagesShape:
     api = "messages"
+    answer = PLAIN_ANSWER
     content_type = b"text/event-stream; charset=utf-8"
 
-    def __init__(self, request_id: str, model: str, prompt_tokens: int) -> None:
+    def __init__(
+        self, request_id: str, model: str, prompt_tokens: int, cached_tokens: int | None = None
+    ) -> None:
         self.id = "msg_" + request_id
         self.model = model
         self.prompt_tokens = prompt_tokens
+        self.cached_tokens = cached_tokens  # what the cache holds at the request's start
         self._prefix = (
             b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
             b'"delta":{"type":"text_delta","text":"'
@@ -236,34 +269,37 @@ class MessagesShape:
                 "content": [],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 1},
+                "usage": _anthropic_usage(self.prompt_tokens, 1, self.cached_tokens),
             },
         }
-        block = {
-            "type": "content_block_start",
-            "index": 0,
-            "content_block": {"type": "text", "text": ""},
-        }
+        block = {"type": "content_block_start", "index": 0, "content_block": self.first_block()}
         return (
             b"event: message_start\ndata: " + _j(start) + b"\n\n"
             b"event: content_block_start\ndata: " + _j(block) + b"\n\n"
             b'event: ping\ndata: {"type":"ping"}\n\n'
         )
 
+    def first_block(self) -> dict[str, Any]:
+        """The content block message_start opens: the answer's text."""
+        return {"type": "text", "text": ""}
+
     def first_events(self) -> bytes:
         return b""
 
-    def token_event(self, piece: bytes) -> bytes:
+    def token_event(self, index: int, piece: bytes) -> bytes:
         return self._prefix + piece + self._suffix
 
-    def last_token_event(self, piece: bytes, finish_reason: str) -> bytes:
+    def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
         return self._prefix + piece + self._suffix
 
-    def tail_events(self, prompt: int, completion: int, reason: str, terminator: bool) -> bytes:
+    def tail_events(
+        self, prompt: int, completion: int, reason: str, terminator: bool,
+        cached: int | None = None,
+    ) -> bytes:
         delta = {
             "type": "message_delta",
             "delta": {"stop_reason": anthropic_stop_reason(reason), "stop_sequence": None},
-            "usage": {"input_tokens": prompt, "output_tokens": completion},
+            "usage": _anthropic_usage(prompt, completion, cached),
         }
         out = (
             b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
@@ -280,7 +316,9 @@ class MessagesShape:
     def invalid_json_event(self) -> bytes:
         return self._prefix + b" bro\n\n"
 
-    def final_body(self, text: str, prompt: int, completion: int, reason: str) -> bytes:
+    def final_body(
+        self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
+    ) -> bytes:
         return _j(
             {
                 "id": self.id,
@@ -290,7 +328,7 @@ class MessagesShape:
                 "content": [{"type": "text", "text": text}],
                 "stop_reason": anthropic_stop_reason(reason),
                 "stop_sequence": None,
-                "usage": {"input_tokens": prompt, "output_tokens": completion},
+                "usage": _anthropic_usage(prompt, completion, cached),
             }
         )
 
@@ -299,12 +337,22 @@ def anthropic_stop_reason(reason: str) -> str:
     return "max_tokens" if reason == "length" else "end_turn"
 
 
-def _openai_usage(prompt: int, completion: int) -> dict[str, int]:
-    return {
+def _openai_usage(prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "total_tokens": prompt + completion,
         "completion_tokens": completion,
     }
+    if cached is not None:  # the prompt tokens the prefix cache gave
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
+
+
+def _anthropic_usage(prompt: int, completion: int, cached: int | None) -> dict[str, int]:
+    usage = {"input_tokens": prompt, "output_tokens": completion}
+    if cached is not None:
+        usage["cache_read_input_tokens"] = cached
+    return usage
 
 
 def models_body(entries: list[tuple[str, str | None, int]], created: int) -> bytes:

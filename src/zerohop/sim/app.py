@@ -17,14 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from zerohop.core.records import ClockAnchor, http_outcome
-from zerohop.sim.api_shapes import (
-    ChatShape,
-    CompletionShape,
-    MessagesShape,
-    WireShape,
-    error_body,
-    models_body,
-)
+from zerohop.sim.answer_plan import draw_answer_plan
+from zerohop.sim.answer_shapes import shape_for
+from zerohop.sim.api_shapes import error_body, models_body
 from zerohop.sim.config import SimConfig
 from zerohop.sim.engine import Engine
 from zerohop.sim.engine_stats import engine_stats
@@ -34,6 +29,7 @@ from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from zerohop.sim.metrics import render_metrics
+from zerohop.sim.prefix_cache import peek_cached_tokens, request_block_hashes
 from zerohop.sim.sequence import EngineError
 from zerohop.sim.streams import (
     BufferedResponse,
@@ -243,49 +239,35 @@ class SimApp:
         try:
             engine.check_request(prompt_tokens, max_tokens, adapter)
         except EngineError as err:
-            self._reject(
-                conn,
-                request,
-                api,
-                request_id,
-                extra_headers,
-                err.status,
-                err.message,
-                None,
-                model=model_name,
-            )
+            self._reject(conn, request, api, request_id, extra_headers, err.status,
+                         err.message, None, model=model_name)
             return
         if engine.queue_full():
             status = 529 if api == "messages" else 503
-            self._reject(
-                conn,
-                request,
-                api,
-                request_id,
-                extra_headers,
-                status,
-                "The server is overloaded: the waiting queue is full.",
-                None,
-                model=model_name,
-            )
+            self._reject(conn, request, api, request_id, extra_headers, status,
+                         "The server is overloaded: the waiting queue is full.", None,
+                         model=model_name)
             engine.stats.rejected_total += 1
             return
-        target = draw_output_tokens(
-            max_tokens=max_tokens,
-            ignore_eos=ignore_eos or engine.engine_config.ignore_eos_default,
-            min_tokens=min_tokens,
-            seed=self.config.seed,
-            request_id=request_id,
+        ignore = ignore_eos or engine.engine_config.ignore_eos_default
+        offset = word_offset(request_id)
+        answer = draw_answer_plan(api, body, reasoning=self.config.reasoning,
+                                  tool_calls=self.config.tool_calls, seed=self.config.seed,
+                                  request_id=request_id, word_offset=offset)
+        drawn = draw_output_tokens(
+            max_tokens=max_tokens, ignore_eos=ignore, min_tokens=min_tokens,
+            seed=self.config.seed, request_id=request_id,
             eos_median_tokens=engine.engine_config.eos_median_tokens,
             eos_sigma=engine.engine_config.eos_sigma,
         )
-        shape: WireShape
-        if api == "chat":
-            shape = ChatShape(request_id, model_name, int(time.time()), include_usage)
-        elif api == "completions":
-            shape = CompletionShape(request_id, model_name, int(time.time()), include_usage)
-        else:
-            shape = MessagesShape(request_id, model_name, prompt_tokens)
+        target = answer.output_tokens(drawn, max_tokens=max_tokens, ignore_eos=ignore,
+                                      min_tokens=min_tokens)
+        hashes = request_block_hashes(engine.prefix_cache, api, body, prompt_tokens, adapter)
+        cached = (peek_cached_tokens(engine.prefix_cache, hashes, prompt_tokens)
+                  if api == "messages" else None)
+        shape = shape_for(api, answer, request_id=request_id, model=model_name,
+                          include_usage=include_usage, prompt_tokens=prompt_tokens,
+                          cached_tokens=cached)
         ctx = ResponseContext(
             conn=conn,
             request=request,
@@ -294,7 +276,7 @@ class SimApp:
             request_id=request_id,
             model_name=model_name,
             adapter=adapter,
-            word_offset=word_offset(request_id),
+            word_offset=offset,
             fault=fault,
             ground_truth=self.ground_truth,
             emission_lag=self.emission_lag,
@@ -308,6 +290,7 @@ class SimApp:
             "max_tokens": max_tokens,
             "arrival_ns": request.arrival_ns,
             "adapter": adapter,
+            "block_hashes": hashes,
         }
         response = (StreamingResponse if stream else BufferedResponse)(ctx, seq_args)
         response.start()

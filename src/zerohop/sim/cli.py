@@ -51,6 +51,27 @@ from zerohop.sim.http_server import run_server
 @click.option("--max-num-batched-tokens", type=int, default=None)
 @click.option("--num-gpu-blocks", type=int, default=None, help="Override KV-cache blocks.")
 @click.option(
+    "--prefix-caching/--no-prefix-caching",
+    "enable_prefix_caching",
+    default=None,
+    help="Reuse the KV cache of repeated prompt prefixes (default on, like vLLM V1).",
+)
+@click.option(
+    "--reasoning-share",
+    type=float,
+    default=None,
+    help="Share of chat/messages requests that think before answering (0-1).",
+)
+@click.option(
+    "--reasoning-tokens", type=int, default=None, help="Median thinking length in tokens."
+)
+@click.option(
+    "--tool-call-probability",
+    type=float,
+    default=None,
+    help="Chance that a request offering `tools` is answered with a tool call (0-1).",
+)
+@click.option(
     "--time-scale",
     type=float,
     default=None,

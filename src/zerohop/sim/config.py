@@ -18,6 +18,8 @@ A config file looks like::
     faults:
       stall_mid: {probability: 0.01, after: 5, s: 2}
       http_429: {probability: 0.02, retry_after: 1}
+    reasoning: {share: 0.3, tokens: 512, sigma: 0.5}   # a reasoning model (answer_plan.py)
+    tool_calls: {probability: 0.5, argument_tokens: 12}  # for requests that offer tools
 
 Each served model gets its own engine (its own simulated GPUs). Without `models` the
 sim serves one model built from `--gpu/--model/--tp`.
@@ -25,6 +27,7 @@ sim serves one model built from `--gpu/--model/--tp`.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,10 @@ class EngineConfig(StrictModel):
         default=8192, gt=0, description="Token budget per step (chunked prefill)"
     )
     block_size: int = Field(default=16, gt=0, description="Tokens per KV-cache block")
+    enable_prefix_caching: bool = Field(
+        default=True,
+        description="Reuse the KV blocks of a cached prompt prefix (vLLM V1's default)",
+    )
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
     non_kv_reserve_gib: float = Field(
         default=2.0, ge=0, description="Per-GPU memory kept for activations and CUDA graphs"
@@ -57,7 +64,12 @@ class EngineConfig(StrictModel):
         default=None, gt=0, description="Default: the model's context"
     )
     step_overhead_ms: float = Field(default=0.6, ge=0, description="Fixed cost of every step")
-    tp_allreduce_us_per_layer: float = Field(default=8.0, ge=0)
+    tp_allreduce_us_per_layer: float | None = Field(
+        default=None,
+        ge=0,
+        description="Flat cost of each of a layer's two all-reduces, us; "
+        "None: modelled from the GPU's interconnect (sim.tensor_parallel)",
+    )
     time_scale: float = Field(default=1.0, gt=0, description="Multiply every modelled duration")
     eos_median_tokens: float = Field(
         default=256.0, gt=0, description="Median answer without ignore_eos"
@@ -99,6 +111,13 @@ class LoraConfig(StrictModel):
         return value
 
 
+def _known(what: str, value: str, names: Collection[str]) -> str:
+    """A profile name checked against the book, so a typo names the choices."""
+    if value not in names:
+        raise ValueError(f"unknown {what} {value!r}; known: {', '.join(sorted(names))}")
+    return value
+
+
 class ServedModelConfig(StrictModel):
     name: str | None = Field(default=None, description="Served model name; default: the HF id")
     aliases: list[str] = Field(default_factory=list, description="Other accepted names")
@@ -111,18 +130,12 @@ class ServedModelConfig(StrictModel):
     @field_validator("gpu")
     @classmethod
     def _known_gpu(cls, value: str) -> str:
-        book = load_profiles()
-        if value not in book.gpus:
-            raise ValueError(f"unknown gpu {value!r}; known: {', '.join(sorted(book.gpus))}")
-        return value
+        return _known("gpu", value, load_profiles().gpus)
 
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str) -> str:
-        book = load_profiles()
-        if value not in book.models:
-            raise ValueError(f"unknown model {value!r}; known: {', '.join(sorted(book.models))}")
-        return value
+        return _known("model", value, load_profiles().models)
 
     def served_name(self) -> str:
         return self.name or load_profiles().model(self.model).hf_id
@@ -135,6 +148,29 @@ class FaultRule(StrictModel):
     probability: float = Field(ge=0, le=1)
 
 
+class ReasoningConfig(StrictModel):
+    """A share of chat/messages requests think before answering (answer_plan.py)."""
+
+    share: float = Field(
+        default=0.0, ge=0, le=1, description="Share of requests that reason before answering"
+    )
+    tokens: int = Field(default=256, gt=0, description="Median thinking length in tokens")
+    sigma: float = Field(
+        default=0.5, ge=0, description="Lognormal shape of thinking lengths (0: always `tokens`)"
+    )
+
+
+class ToolCallConfig(StrictModel):
+    """Requests that offer `tools` are answered with a tool call (answer_plan.py)."""
+
+    probability: float = Field(
+        default=0.0, ge=0, le=1, description="Chance a request with `tools` gets a tool call"
+    )
+    argument_tokens: int = Field(
+        default=12, gt=0, description="Tokens of the call's JSON arguments"
+    )
+
+
 class SimConfig(StrictModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
@@ -145,6 +181,8 @@ class SimConfig(StrictModel):
     api_key: str | None = Field(default=None, description="Require this bearer/x-api-key")
     models: list[ServedModelConfig] = Field(default_factory=lambda: [ServedModelConfig()])
     faults: dict[str, FaultRule] = Field(default_factory=dict)
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
+    tool_calls: ToolCallConfig = Field(default_factory=ToolCallConfig)
     ground_truth: Path | None = None
     ground_truth_token_lags: bool = Field(
         default=False,
@@ -201,9 +239,13 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> SimConfig:
     top = {
         k: v
         for k, v in overrides.items()
-        if k not in _MODEL_FLAGS and k not in _ENGINE_FLAGS and v is not None
+        if k not in _MODEL_FLAGS and k not in _ENGINE_FLAGS and k not in _NESTED_FLAGS
+        and v is not None
     }
     data.update(top)
+    for flag, (section, key) in _NESTED_FLAGS.items():
+        if overrides.get(flag) is not None:
+            data[section] = {**dict(data.get(section) or {}), key: overrides[flag]}
     if model_overrides or engine_overrides:
         models = [dict(m) for m in (data.get("models") or [{}])]
         if model_overrides and len(models) != 1:
@@ -223,7 +265,16 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> SimConfig:
 
 
 _MODEL_FLAGS = {"gpu", "model", "tp", "name"}
-_ENGINE_FLAGS = {"max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks", "time_scale"}
+# flags that set one key of a section (--reasoning-share: reasoning.share)
+_NESTED_FLAGS = {
+    "reasoning_share": ("reasoning", "share"),
+    "reasoning_tokens": ("reasoning", "tokens"),
+    "tool_call_probability": ("tool_calls", "probability"),
+}
+_ENGINE_FLAGS = {
+    "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks", "time_scale",
+    "enable_prefix_caching",
+}
 
 
 def _describe(exc: ValidationError) -> str:

@@ -18,3 +18,19 @@ def start_embedded_target(extra_args: Sequence[str] = (), **kwargs: Any) -> Any:
     if "--config" not in args:
         args = ["--config", str(EMBEDDED_TARGET_CONFIG), *args]
     return start_sim(args, **kwargs)
+
+
+def start_embedded_replicas(count: int, extra_args: Sequence[str] = (), **kwargs: Any
+                            ) -> list[Any]:
+    """`count` embedded targets, each an engine replica in its own process (separate
+    processes let several cores carry the streams; one process's event loop is one
+    core). Started one after another; if one fails, those already up are stopped."""
+    replicas: list[Any] = []
+    try:
+        for _ in range(count):
+            replicas.append(start_embedded_target(extra_args, **kwargs))
+    except BaseException:
+        for replica in replicas:
+            replica.stop()
+        raise
+    return replicas

@@ -9,6 +9,8 @@ timerfd, then a short busy-wait for precision) and writes the prepared tokens ba
 back (`write_prepared`). Only then does it update the sequences and hand each token to
 its sink. The lag between a step's modelled end and each write is measured per token:
 that is the sim's own emission error, and nothing but writes sits in front of it.
+With prefix caching on (`engine.enable_prefix_caching`, the default) the KV pool also
+keeps the blocks of computed prompts for later requests (`prefix_cache.PrefixCache`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from zerohop.sim.gpu_activity import GpuActivity
 from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.kv_cache import BlockPool, kv_capacity_blocks
 from zerohop.sim.lora import LoraSlots
+from zerohop.sim.prefix_cache import PrefixCache
 from zerohop.sim.profiles import MIB, GpuProfile, ModelProfile, Roofline, load_profiles
 from zerohop.sim.scheduler import Batch, Scheduler
 from zerohop.sim.sequence import EngineError, PreparedWrite, Sequence
@@ -97,6 +100,7 @@ class Engine:
                 "no memory left for the KV cache (raise tp)"
             )
         self.pool = BlockPool(blocks, ec.block_size)
+        self.prefix_cache = PrefixCache(self.pool) if ec.enable_prefix_caching else None
         self.max_model_len = ec.max_model_len or self.model.max_position
         self.lora = LoraSlots([a.name for a in served.lora.adapters], served.lora.max_loras)
         self.stats = EngineCounters()
@@ -108,6 +112,7 @@ class Engine:
             lora=self.lora,
             step_cost=self.step_cost,
             stats=self.stats,
+            prefix_cache=self.prefix_cache,
         )
         self.timer = StepTimer(timer_spin_us * 1000)
         self.wake_lag = LagRecorder()  # how late the step clock woke: the step's own error

@@ -24,6 +24,8 @@ class EngineCounters:
     aborted_total: int = 0
     rejected_total: int = 0
     oom_failures_total: int = 0
+    prefix_cache_queries_total: int = 0  # prompt tokens looked up (first scheduling only)
+    prefix_cache_hits_total: int = 0  # of those, tokens found cached
     ttft: BucketHistogram = field(default_factory=lambda: BucketHistogram(TTFT_BUCKETS_S))
     itl: BucketHistogram = field(default_factory=lambda: BucketHistogram(ITL_BUCKETS_S))
     e2e: BucketHistogram = field(default_factory=lambda: BucketHistogram(REQUEST_LATENCY_BUCKETS_S))

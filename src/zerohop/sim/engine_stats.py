@@ -26,5 +26,9 @@ def engine_stats(e: Engine) -> dict[str, Any]:
         "generation_tokens": e.stats.generation_tokens_total,
         "prompt_tokens": e.stats.prompt_tokens_total,
         "lora_loads": e.stats.lora_loads_total,
+        "prefix_caching": e.prefix_cache is not None,
+        "prefix_cache_queries": e.stats.prefix_cache_queries_total,
+        "prefix_cache_hits": e.stats.prefix_cache_hits_total,
+        "prefix_cached_blocks": e.prefix_cache.resident_blocks if e.prefix_cache else 0,
         "lora_resident": e.lora.resident(),
     }

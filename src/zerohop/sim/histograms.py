@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-# vLLM's buckets for vllm:time_to_first_token_seconds (vllm/v1/metrics/loggers.py).
+# vLLM's buckets for vllm:time_to_first_token_seconds (as vLLM's v1 engine exports them).
 TTFT_BUCKETS_S: tuple[float, ...] = (
     0.001,
     0.005,

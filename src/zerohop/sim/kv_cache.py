@@ -3,9 +3,14 @@
 Only counts matter for timing (which request holds how many blocks, how many are
 free); no contents are stored. Capacity follows vLLM's rule: GPU memory × utilisation,
 minus weights and a per-GPU reserve for activations, divided by the bytes of one block.
+With prefix caching (`prefix_cache.PrefixCache`) some free blocks still hold a cached
+prefix: they count as free, and an allocation tells the cache (`on_take`) so that it
+evicts the ones it overwrote.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from zerohop.sim.profiles import GIB, MIB, GpuProfile, ModelProfile
 
@@ -35,6 +40,7 @@ class BlockPool:
         self.num_blocks = num_blocks
         self.block_size = block_size
         self.free_blocks = num_blocks
+        self.on_take: Callable[[], None] | None = None  # after blocks were taken
 
     @property
     def capacity_tokens(self) -> int:
@@ -59,6 +65,8 @@ class BlockPool:
         if need > self.free_blocks:
             return None
         self.free_blocks -= need
+        if self.on_take is not None:
+            self.on_take()
         return held + need
 
     def release(self, held: int) -> None:

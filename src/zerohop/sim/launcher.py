@@ -97,15 +97,17 @@ def start_sim(
 
 
 def start_proxy(
-    upstream_url: str,
+    upstream_url: str | Sequence[str],
     args: Sequence[str] = (),
     *,
     port: int = 0,
     env: Mapping[str, str] | None = None,
     startup_timeout_s: float = 30,
 ) -> SimProcess:
-    """Run the layer proxy (`python -m zerohop.layer`) in front of `upstream_url`."""
-    extra = ["--upstream", upstream_url, "--port", str(port)]
+    """Run the layer proxy (`python -m zerohop.layer`) in front of `upstream_url` (or of
+    several upstreams, in that order: the layer's r0, r1, ...)."""
+    urls = [upstream_url] if isinstance(upstream_url, str) else list(upstream_url)
+    extra = [*(a for url in urls for a in ("--upstream", url)), "--port", str(port)]
     return _start(
         "zerohop.layer", [*args, *extra], env=env, startup_timeout_s=startup_timeout_s
     )

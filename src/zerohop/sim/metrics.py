@@ -16,6 +16,30 @@ from zerohop.sim.histograms import LAG_BUCKETS_S, BucketHistogram, LagRecorder
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
+# One sample per engine: vLLM's name, type, help text, and the value as written.
+_ENGINE_VALUES: tuple[tuple[str, str, str, Callable[[Engine], str]], ...] = (
+    ("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
+     lambda e: str(len(e.running))),
+    ("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
+     lambda e: str(len(e.waiting))),
+    ("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+     lambda e: f"{e.kv_usage():.6f}"),
+    ("vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage (pre-V1 name).",
+     lambda e: f"{e.kv_usage():.6f}"),
+    ("vllm:num_preemptions_total", "counter", "Cumulative number of preemptions.",
+     lambda e: str(e.stats.preemptions_total)),
+    ("vllm:prefix_cache_queries_total", "counter",
+     "Prefix cache queries, in terms of number of queried tokens.",
+     lambda e: str(e.stats.prefix_cache_queries_total)),
+    ("vllm:prefix_cache_hits_total", "counter",
+     "Prefix cache hits, in terms of number of cached tokens.",
+     lambda e: str(e.stats.prefix_cache_hits_total)),
+    ("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
+     lambda e: str(e.stats.prompt_tokens_total)),
+    ("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
+     lambda e: str(e.stats.generation_tokens_total)),
+)
+
 
 def render_metrics(
     engines: Sequence[Engine], loop_lag: LagRecorder, emission_lag: LagRecorder
@@ -30,29 +54,10 @@ def render_metrics(
     def labels_of(engine: Engine) -> str:
         return f'model_name="{_esc(engine.name)}"'
 
-    family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.")
-    for e in engines:
-        out.append(f"vllm:num_requests_running{{{labels_of(e)}}} {len(e.running)}")
-    family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.")
-    for e in engines:
-        out.append(f"vllm:num_requests_waiting{{{labels_of(e)}}} {len(e.waiting)}")
-    family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.")
-    for e in engines:
-        out.append(f"vllm:kv_cache_usage_perc{{{labels_of(e)}}} {e.kv_usage():.6f}")
-    family("vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage (pre-V1 name).")
-    for e in engines:
-        out.append(f"vllm:gpu_cache_usage_perc{{{labels_of(e)}}} {e.kv_usage():.6f}")
-    family("vllm:num_preemptions_total", "counter", "Cumulative number of preemptions.")
-    for e in engines:
-        out.append(f"vllm:num_preemptions_total{{{labels_of(e)}}} {e.stats.preemptions_total}")
-    family("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.")
-    for e in engines:
-        out.append(f"vllm:prompt_tokens_total{{{labels_of(e)}}} {e.stats.prompt_tokens_total}")
-    family("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.")
-    for e in engines:
-        out.append(
-            f"vllm:generation_tokens_total{{{labels_of(e)}}} {e.stats.generation_tokens_total}"
-        )
+    for name, kind, help_text, value in _ENGINE_VALUES:
+        family(name, kind, help_text)
+        for e in engines:
+            out.append(f"{name}{{{labels_of(e)}}} {value(e)}")
     family("vllm:request_success_total", "counter", "Count of successfully processed requests.")
     for e in engines:
         for reason, n in e.stats.success_total.items():

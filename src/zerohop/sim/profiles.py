@@ -8,7 +8,9 @@ loads them (strict pydantic models) and does the arithmetic:
 * decode (one token per sequence) is bandwidth-bound:
   (weight bytes + KV bytes read) ÷ (HBM GB/s × tp × bandwidth_efficiency);
 * a step costs the larger of the two, plus a fixed per-step overhead (scheduler, kernel
-  launches, sampling) and, with tensor parallelism, an all-reduce cost per layer.
+  launches, sampling) and, with tensor parallelism, what `tp` does not divide: the
+  all-reduces over the GPU's interconnect and the per-kernel launch cost
+  (`sim.tensor_parallel`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from zerohop.sim.step_cost import Chunk, StepCostModel
+from zerohop.sim.tensor_parallel import TensorParallelCost
 
 GIB = 1024**3
 MIB = 1024**2
@@ -39,6 +42,9 @@ class GpuProfile(StrictModel):
     hbm_gbps: float = Field(gt=0, description="Peak memory bandwidth, GB/s (1e9 B/s)")
     pcie_gbps: float = Field(gt=0, description="Host link bandwidth per direction, GB/s")
     interconnect_gbps: float = Field(gt=0, description="GPU-GPU (NVLink or PCIe) GB/s")
+    interconnect_latency_us: float = Field(
+        gt=0, description="GPU-GPU latency of one all-reduce ring step, us"
+    )
     tdp_w: float = Field(gt=0)
     idle_w: float = Field(gt=0)
     sm_clock_max_mhz: int = Field(gt=0)
@@ -144,7 +150,7 @@ class Roofline(StepCostModel):
         *,
         tp: int = 1,
         step_overhead_ms: float = 0.6,
-        tp_allreduce_us_per_layer: float = 8.0,
+        tp_allreduce_us_per_layer: float | None = None,
     ) -> None:
         self.gpu = gpu
         self.model = model
@@ -152,9 +158,15 @@ class Roofline(StepCostModel):
         self.flops_per_s = gpu.bf16_dense_tflops * 1e12 * tp * gpu.compute_efficiency
         self.bytes_per_s = gpu.hbm_gbps * 1e9 * tp * gpu.bandwidth_efficiency
         self.overhead_s = step_overhead_ms / 1e3
-        if tp > 1:
-            # two all-reduces per layer (attention out, MLP out)
-            self.overhead_s += 2 * model.layers * tp_allreduce_us_per_layer / 1e6
+        self.tensor_parallel = None if tp == 1 else TensorParallelCost(
+            tp=tp,
+            layers=model.layers,
+            hidden=model.hidden,
+            dtype_bytes=model.dtype_bytes,
+            link_gbps=gpu.interconnect_gbps,
+            hop_latency_us=gpu.interconnect_latency_us,
+            flat_allreduce_us=tp_allreduce_us_per_layer,
+        )
         self._linear_flops_per_token = 2.0 * model.params_b * 1e9
         self._attn_flops_coeff = 4.0 * model.layers * model.heads * model.head_dim
         self._kv_bytes = model.kv_bytes_per_token
@@ -174,4 +186,7 @@ class Roofline(StepCostModel):
         mem_bytes = self._weights + self._kv_bytes * kv_read + self._hidden_bytes * new_tokens
         compute_s = flops / self.flops_per_s
         memory_s = mem_bytes / self.bytes_per_s
-        return max(compute_s, memory_s) + self.overhead_s, compute_s, memory_s
+        step = max(compute_s, memory_s) + self.overhead_s
+        if self.tensor_parallel is not None:
+            step += self.tensor_parallel.step_s(new_tokens)
+        return step, compute_s, memory_s

@@ -7,7 +7,9 @@ Each step schedules like vLLM V1:
    i.e. chunked prefill). When the KV cache cannot grow, the last running sequence is
    preempted (its blocks freed, recomputed later from the waiting queue's front);
 2. then, if nothing was preempted, waiting sequences are admitted (FCFS) while the
-   token budget, `max_num_seqs`, free KV blocks and LoRA slots allow.
+   token budget, `max_num_seqs`, free KV blocks and LoRA slots allow. With prefix
+   caching, an admitted sequence first takes the cached blocks of its prompt's longest
+   cached prefix (`prefix_cache.PrefixCache`) and computes only the rest.
 
 A step's duration is the step-cost model's (`step_cost.StepCostModel`) plus what LoRA
 adds, times the engine's `time_scale`. The scheduler has no clock and does no I/O: the
@@ -23,6 +25,7 @@ from zerohop.sim.config import ServedModelConfig
 from zerohop.sim.engine_counters import EngineCounters
 from zerohop.sim.kv_cache import BlockPool
 from zerohop.sim.lora import LoraSlots
+from zerohop.sim.prefix_cache import PrefixCache
 from zerohop.sim.profiles import GpuProfile, ModelProfile
 from zerohop.sim.sequence import EngineError, Sequence
 from zerohop.sim.step_cost import StepCostModel
@@ -44,6 +47,7 @@ class Scheduler:
         lora: LoraSlots,
         step_cost: StepCostModel,
         stats: EngineCounters,
+        prefix_cache: PrefixCache | None = None,
     ) -> None:
         self.engine_config = served.engine
         self.lora_config = served.lora
@@ -52,6 +56,7 @@ class Scheduler:
         self.lora = lora
         self.step_cost = step_cost
         self.stats = stats
+        self.prefix_cache = prefix_cache
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.lora_load_ms = _lora_load_ms(served, model, gpu)
@@ -136,6 +141,7 @@ class Scheduler:
         ec = self.engine_config
         pool = self.pool
         skipped: list[Sequence] = []
+        cache = self.prefix_cache
         cold_loads = 0
         in_use = {s.adapter for s in self.running if s.adapter is not None}
         while self.waiting and budget > 0 and len(self.running) < ec.max_num_seqs:
@@ -143,24 +149,36 @@ class Scheduler:
             if seq.paused_until_ns > now_ns:
                 skipped.append(seq)
                 continue
-            new = min(seq.prompt_tokens + seq.num_output - seq.num_computed, budget)
-            grown = pool.try_grow(seq.blocks, seq.num_computed + new)
-            if grown is None:
+            # a waiting sequence holds no blocks and has nothing computed
+            hit = cache.match(seq.block_hashes, seq.prompt_tokens) if cache else 0
+            cached = hit * pool.block_size
+            new = min(seq.prompt_tokens + seq.num_output - cached, budget)
+            if cache is not None:
+                fits = cache.allocate(seq, hit, cached + new)
+            else:
+                grown = pool.try_grow(0, new)
+                fits = grown is not None
+                seq.blocks = grown or 0
+            if not fits:
                 self.waiting.appendleft(seq)  # the cache is full: the queue waits
                 break
             if seq.adapter is not None:
                 loaded = self.lora.acquire(seq.adapter, in_use)
                 if loaded is None:
-                    pool.release(grown - seq.blocks)
+                    self._free(seq)
                     skipped.append(seq)
                     continue
                 if loaded:
                     cold_loads += 1
                     self.stats.lora_loads_total += 1
                 in_use.add(seq.adapter)
-            seq.blocks = grown
+            seq.num_computed = cached
+            if cache is not None and not seq.preemptions:  # vLLM counts recomputes apart
+                self.stats.prefix_cache_queries_total += seq.prompt_tokens
+                self.stats.prefix_cache_hits_total += cached
             if seq.first_scheduled_ns is None:
                 seq.first_scheduled_ns = now_ns
+                seq.num_cached = cached
                 self.stats.queue_time.observe((now_ns - seq.arrival_ns) / 1e9)
             self.running.append(seq)
             batch.append((seq, seq.num_computed, new))
@@ -191,8 +209,7 @@ class Scheduler:
             self._fail(seq, _out_of_memory_preempted(seq, limit))
             return
         self.running.remove(seq)
-        self.pool.release(seq.blocks)
-        seq.blocks = 0
+        self._free(seq)
         seq.num_computed = 0
         seq.preemptions += 1
         self.stats.preemptions_total += 1
@@ -209,14 +226,22 @@ class Scheduler:
         else:
             with contextlib.suppress(ValueError):
                 self.waiting.remove(seq)
-        self.pool.release(seq.blocks)
-        seq.blocks = 0
+        self._free(seq)
+
+    def _free(self, seq: Sequence) -> None:
+        """Give back every block `seq` holds (cached ones stay resident, evictable)."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.release(seq)
+        else:
+            self.pool.release(seq.blocks)
+            seq.blocks = 0
 
     # --- step completion ----------------------------------------------------------------
     def complete(self, batch: Batch, end_ns: int, written: list[int]) -> None:
         """Sample this step's tokens (already written where prepared) and hand them to
         the sinks, then the step's statistics."""
         prev_end = self._last_end_ns
+        cache = self.prefix_cache
         steady_itl = 0  # tokens whose previous token came from the previous step
         firsts: list[Sequence] = []
         finished_seqs: list[Sequence] = []
@@ -226,6 +251,8 @@ class Scheduler:
                 continue  # aborted while the step ran
             computed = seq.num_computed + new
             seq.num_computed = computed
+            if seq.blocks_hashed < len(seq.block_hashes) and cache is not None:
+                cache.register(seq)  # prompt blocks it just computed: others may hit them
             n = seq.num_output
             if computed < seq.prompt_tokens + n:
                 continue  # a prefill chunk: no token yet

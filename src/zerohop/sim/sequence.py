@@ -85,6 +85,10 @@ class Sequence:
     first_token_ns: int | None = None  # modelled (scheduled) time of token 1
     last_token_ns: int | None = None
     preemptions: int = 0
+    block_hashes: tuple[int, ...] = ()  # the prompt's full blocks (prefix-cache keys)
+    cache_refs: list[int] = field(default_factory=list)  # the cached blocks it holds
+    blocks_hashed: int = 0  # leading prompt blocks the prefix cache has seen
+    num_cached: int = 0  # prompt tokens the prefix cache gave at its first scheduling
     done: bool = False
     finish_reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)

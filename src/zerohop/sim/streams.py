@@ -142,6 +142,8 @@ class _ResponseBase:
             }
         else:
             lags = None
+        completion = seq.num_output if completion_tokens is None else completion_tokens
+        answer = self.shape.answer
         gt.add(
             {
                 "request_id": self.ctx.request_id,
@@ -155,9 +157,9 @@ class _ResponseBase:
                 "last_token_ts": gt.wall_s(self.last_write_ns or None),
                 "scheduled_first_token_ts": gt.wall_s(seq.first_token_ns),
                 "prompt_tokens": seq.prompt_tokens,
-                "completion_tokens": (
-                    seq.num_output if completion_tokens is None else completion_tokens
-                ),
+                "completion_tokens": completion,
+                "reasoning_tokens": answer.reasoning_in(completion),
+                "tool_calls": answer.tool_calls_in(completion),
                 "max_tokens": seq.max_tokens,
                 "outcome": outcome,
                 "http_status": status,
@@ -215,7 +217,7 @@ class StreamingResponse(_ResponseBase):
 
     def _token_chunk(self, index: int) -> bytes:
         """Token `index` of a healthy stream, framed; the first carries the opening events."""
-        data = self.shape.token_event(self._piece(index))
+        data = self.shape.token_event(index, self._piece(index))
         if index == 0:
             data = self.shape.first_events() + data
         return chunk(data)
@@ -224,10 +226,11 @@ class StreamingResponse(_ResponseBase):
         """The last token of a healthy `tokens`-token answer, its tail events (usage,
         terminator) and the end of the chunked body."""
         shape = self.shape
-        data = shape.last_token_event(self._piece(tokens - 1), reason)
+        data = shape.last_token_event(tokens - 1, self._piece(tokens - 1), reason)
         if tokens == 1:
             data = shape.first_events() + data
-        data += shape.tail_events(self.seq.prompt_tokens, tokens, reason, True)
+        data += shape.tail_events(self.seq.prompt_tokens, tokens, reason, True,
+                                  self.seq.num_cached)
         return chunk(data) + LAST_CHUNK
 
     def _stream_error_now(self, fault: FaultSpec) -> None:
@@ -306,7 +309,10 @@ class StreamingResponse(_ResponseBase):
         if name == "oversized_chunk" and at_trigger:
             piece = b" " + b"x" * max(1, fault.integer("bytes") - 1)
         reason = seq.finish_reason or "length"
-        data = shape.last_token_event(piece, reason) if finished else shape.token_event(piece)
+        if finished:
+            data = shape.last_token_event(index, piece, reason)
+        else:
+            data = shape.token_event(index, piece)
         if index == 0:
             data = shape.first_events() + data
         if at_trigger and name == "malformed_sse":
@@ -334,7 +340,8 @@ class StreamingResponse(_ResponseBase):
             self._note_write(scheduled_ns)
             return
         terminator = name != "missing_terminator"
-        data += shape.tail_events(seq.prompt_tokens, seq.num_output, reason, terminator)
+        data += shape.tail_events(seq.prompt_tokens, seq.num_output, reason, terminator,
+                                  seq.num_cached)
         self._write(chunk(data) + LAST_CHUNK)
         self._note_write(scheduled_ns)
         if not terminator:
@@ -381,7 +388,8 @@ class BufferedResponse(_ResponseBase):
         name = self.fault_name
         if name == "oversized_chunk" and self.ctx.fault is not None:
             text += " " + "x" * self.ctx.fault.integer("bytes")
-        body = self.shape.final_body(text, seq.prompt_tokens, seq.num_output, reason)
+        body = self.shape.final_body(text, seq.prompt_tokens, seq.num_output, reason,
+                                     seq.num_cached)
         if name == "stream_error" and self.ctx.fault is not None:
             kind = self.ctx.fault.text("type")
             body = error_body(self.shape.api, 500, self.ctx.fault.text("message"), kind)

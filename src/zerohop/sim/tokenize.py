@@ -25,7 +25,9 @@ from zerohop.sim.tokens import (
     TOKEN_PATTERN,
 )
 
-__all__ = ["TOKENIZE_PATH", "TokenizeError", "tokenize_ids", "tokenize_response"]
+__all__ = [
+    "TOKENIZE_PATH", "TokenizeError", "request_prompt_ids", "tokenize_ids", "tokenize_response",
+]
 
 TOKENIZE_PATH = "/tokenize"
 _MESSAGE_IDS = tuple(range(1, 1 + CHAT_MESSAGE_OVERHEAD))  # role header and separators
@@ -56,6 +58,23 @@ def tokenize_ids(body: dict[str, Any]) -> list[int]:
     if "prompt" in body:
         return _prompt_ids(body["prompt"])
     raise TokenizeError("`prompt` or `messages` is required")
+
+
+def request_prompt_ids(api: str, body: dict[str, Any]) -> list[int]:
+    """The ids of a generation request's prompt (`api`: chat, completions or messages),
+    the ones /tokenize gives for it: the prefix cache keys on them. A completions batch
+    counts its first prompt; an Anthropic `system` is one more message, first."""
+    if api == "completions":
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
+            prompt = prompt[0]
+        return _prompt_ids(prompt)
+    ids: list[int] = []
+    system = body.get("system") if api == "messages" else None
+    if system is not None:
+        ids += _MESSAGE_IDS
+        ids += _content_ids(system)
+    return ids + tokenize_ids({"messages": body.get("messages")})
 
 
 def tokenize_response(raw: bytes, routes: Mapping[str, tuple[Any, str | None]],

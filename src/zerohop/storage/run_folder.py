@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from zerohop.core.layout import MANIFEST_FILE, RECORDS_DIR, REQUESTS_FILE
 from zerohop.core.records import RECORD_FIELDS
 from zerohop.core.redaction import known_secrets, redact, scrub
-from zerohop.storage.jsonl import read_jsonl_folder
+from zerohop.storage.jsonl import JsonlAppender, read_jsonl_folder
 
 FLUSH_INTERVAL_S = 0.5
 
@@ -142,20 +142,20 @@ class RecordSink:
     every string before it reaches the disk."""
 
     def __init__(self, run_dir: Path, tag: str) -> None:
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag)
-        (run_dir / RECORDS_DIR).mkdir(parents=True, exist_ok=True)
-        self.path = run_dir / RECORDS_DIR / f"{safe}.jsonl"
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open
-        self._buffer: list[str] = []
+        self._out = JsonlAppender(run_dir / RECORDS_DIR, tag)
+        self.path = self._out.path
         self._last_flush = time.monotonic()
         self._secrets = known_secrets()
-        self.rows_written = 0
+
+    @property
+    def rows_written(self) -> int:
+        return self._out.rows_written
 
     def add(self, row: Mapping[str, Any]) -> None:
         line = json.dumps(row, separators=(",", ":"), default=_json_default)
         if self._secrets:
             line = scrub(line, self._secrets)
-        self._buffer.append(line)
+        self._out.append(line)
         if time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
             self.flush()
 
@@ -165,17 +165,10 @@ class RecordSink:
 
     def flush(self) -> None:
         self._last_flush = time.monotonic()
-        if not self._buffer:
-            return
-        self._file.write("\n".join(self._buffer) + "\n")
-        self._file.flush()
-        self.rows_written += len(self._buffer)
-        self._buffer.clear()
+        self._out.flush()
 
     def close(self) -> None:
-        if not self._file.closed:
-            self.flush()
-            self._file.close()
+        self._out.close()
 
 
 def _json_default(value: Any) -> Any:
@@ -190,12 +183,13 @@ def _json_default(value: Any) -> Any:
 _FLOAT = {
     "scheduled_ts", "sent_ts", "first_content_ts", "end_ts", "schedule_lag_ms", "ttft_ms",
     "e2e_ms", "tpot_ms", "ttft_from_schedule_ms", "e2e_from_schedule_ms", "server_ttft_ms",
-    "retry_after_s", "backoff_ms", "logical_e2e_ms", "logical_ttft_ms",
+    "retry_after_s", "backoff_ms", "logical_e2e_ms", "logical_ttft_ms", "ttfo_ms",
 }
 _INT = {
     "content_events", "input_tokens", "output_tokens", "target_input_tokens", "max_tokens",
     "counted_output_tokens",
     "http_status", "attempt", "logical_attempts",
+    "turn", "agent_step", "tool_calls", "cached_tokens", "reasoning_tokens",
 }
 
 

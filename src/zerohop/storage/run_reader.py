@@ -92,6 +92,7 @@ def checked_manifest(run_dir: Path) -> dict[str, Any]:
         "host": (dict,),
         "gpu": (list,),
         "client_fidelity": (dict,),
+        "client_certificate": (dict,),
         "duration_s": (int, float),
     }
     for key, types in expected_types.items():

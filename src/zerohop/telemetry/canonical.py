@@ -32,6 +32,11 @@ GLOSSARY: dict[str, str] = {
     "rate): vllm:/sglang:generation_tokens_total, tgi_request_generated_tokens_sum.",
     "preemptions_per_s": "preemptions per second between two scrapes (counter rate): "
     "vllm:num_preemptions_total.",
+    "prefix_cache_hit_tokens_per_s": "prompt tokens per second the prefix cache answered "
+    "between two scrapes (counter rate): vllm:prefix_cache_hits_total.",
+    "prefix_cache_query_tokens_per_s": "prompt tokens per second looked up in the prefix "
+    "cache between two scrapes (counter rate): vllm:prefix_cache_queries_total; hits ÷ "
+    "queries is the server's own cache hit rate.",
     # --- GPU (NVML, or a DCGM exporter) -----------------------------------------------
     "gpu_sm_util_pct": "percent of the driver's sample window (1/6 s to 1 s by product) "
     "during which at least one kernel ran — 'any kernel running', not SM occupancy: "
@@ -117,6 +122,8 @@ SCALAR_MAP: dict[str, SeriesMapping] = {
     "vllm:prompt_tokens": SeriesMapping("prompt_tokens_per_s", "rate"),
     "vllm:generation_tokens": SeriesMapping("generation_tokens_per_s", "rate"),
     "vllm:num_preemptions": SeriesMapping("preemptions_per_s", "rate"),
+    "vllm:prefix_cache_hits": SeriesMapping("prefix_cache_hit_tokens_per_s", "rate"),
+    "vllm:prefix_cache_queries": SeriesMapping("prefix_cache_query_tokens_per_s", "rate"),
     # SGLang
     "sglang:num_queue_reqs": SeriesMapping("queue_depth", "gauge"),
     "sglang:num_running_reqs": SeriesMapping("running_requests", "gauge"),

@@ -12,17 +12,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from zerohop.core.layout import TELEMETRY_DIR, TELEMETRY_FILE
-from zerohop.storage.jsonl import read_jsonl_folder
+from zerohop.storage.jsonl import JsonlAppender, read_jsonl_folder
 from zerohop.telemetry.samples import GAP, Sample
 
 COLUMNS = ("ts", "source", "metric", "labels", "value", "raw_metric")
@@ -45,19 +44,18 @@ class SampleSink:
     writer. Not thread-safe by design: one sink per thread."""
 
     def __init__(self, run_dir: Path, tag: str) -> None:
-        folder = run_dir / TELEMETRY_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", tag)
-        self.path = folder / f"{safe}-{os.getpid()}.jsonl"
-        self._file: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-        self._buffer: list[str] = []
+        self._out = JsonlAppender(run_dir / TELEMETRY_DIR, f"{tag}-{os.getpid()}")
+        self.path = self._out.path
         self._oldest: float | None = None
-        self.rows_written = 0
+
+    @property
+    def rows_written(self) -> int:
+        return self._out.rows_written
 
     def add(self, samples: Iterable[Sample]) -> None:
         for s in samples:
-            self._buffer.append(json.dumps(s.to_list(), separators=(",", ":")))
-        if self._buffer and self._oldest is None:
+            self._out.append(json.dumps(s.to_list(), separators=(",", ":")))
+        if self._out.pending and self._oldest is None:
             self._oldest = time.monotonic()
         self.flush_if_due()
 
@@ -67,17 +65,10 @@ class SampleSink:
 
     def flush(self) -> None:
         self._oldest = None
-        if not self._buffer or self._file.closed:
-            return
-        self._file.write("\n".join(self._buffer) + "\n")
-        self._file.flush()
-        self.rows_written += len(self._buffer)
-        self._buffer.clear()
+        self._out.flush()
 
     def close(self) -> None:
-        if not self._file.closed:
-            self.flush()
-            self._file.close()
+        self._out.close()
 
 
 def read_sample_rows(run_dir: Path) -> tuple[list[list[Any]], int]:

@@ -5,10 +5,11 @@ order data flows through them:
 
 * the strict YAML model, one module per concern: `model_base` (`StrictModel`),
   `distributions` (token counts), `load_spec` (closed, open and trace loads, arrivals,
-  rate shapes), `policy_spec` (timeouts, retries, continuation, fallback), `kinds`
-  (`ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec`,
-  discriminated on `kind`, and `KIND_CLASS_NAMES`), `errors` (`WorkloadError`, one line
-  naming the file and field path).
+  rate shapes), `policy_spec` (timeouts, retries, continuation, fallback),
+  `session_specs` (conversation sources, the shared-prefix pool), `kinds`
+  (`ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec |
+  ConversationSpec | SharedPrefixSpec`, discriminated on `kind`, and `KIND_CLASS_NAMES`),
+  `errors` (`WorkloadError`, one line naming the file and field path).
 * `yaml_io`: `load_workload_file(path) -> WorkloadFile` (its `.workloads` is a list of
   specs); `inputs`: `load_workloads(files)` over several files and `check_inputs(spec)`
   (its trace is readable), what the CLI and the planners check before a run.
@@ -20,7 +21,12 @@ order data flows through them:
   schedule across workers; `InFlightLimiter` drops and counts arrivals over a cap.
 * `traces`: `read_trace(path, format) -> list[TraceRequest]` for Azure CSV, Mooncake
   JSONL and ShareGPT JSON; `replay_window(..., speed=...)`.
+* `conversation_sources`: the turn lengths of ShareGPT conversations and of the sessions
+  rebuilt from the Mooncake conversation trace.
 * `plans`: `make_planner(spec, seed=, worker_index=, worker_count=) -> Planner` with
   `next_request()` (closed loop) and `schedule()` (open loop and traces), each giving
-  `PlannedRequest`s.
+  `PlannedRequest`s; `shared_prefix` (a `Planner` over a pool of system prompts) and
+  `conversation` (`ConversationPlanner`: `Session`s of turns, `run_session`) build on
+  it, and `planners.make_workload_planner(spec, ...)` picks the planner of any kind;
+  `worker_load` holds what they all share (`worker_setup`, a worker's share of the load).
 """

@@ -31,6 +31,7 @@ __all__ = [
     "ArrivalSchedule",
     "InFlightLimiter",
     "arrival_offsets",
+    "check_worker",
     "schedule_for_load",
     "split_count",
     "unit_gaps",
@@ -129,19 +130,20 @@ def unit_gaps(
 
 def worker_share(items: Iterable[T], worker_index: int, worker_count: int) -> Iterator[T]:
     """Worker i's share of a shared sequence: items i, i+N, i+2N, ..."""
-    _check_worker(worker_index, worker_count)
+    check_worker(worker_index, worker_count)
     return itertools.islice(items, worker_index, None, worker_count)
 
 
 def split_count(total: int, worker_index: int, worker_count: int) -> int:
     """Worker i's share of an integer total (users, an in-flight cap): the first
     total % N workers get one more, so the shares add up to the total exactly."""
-    _check_worker(worker_index, worker_count)
+    check_worker(worker_index, worker_count)
     base, extra = divmod(total, worker_count)
     return base + (1 if worker_index < extra else 0)
 
 
-def _check_worker(worker_index: int, worker_count: int) -> None:
+def check_worker(worker_index: int, worker_count: int) -> None:
+    """Refuse a worker index outside 0..worker_count-1."""
     if worker_count < 1 or not 0 <= worker_index < worker_count:
         raise ValueError(f"worker_index {worker_index} outside 0..{worker_count - 1}")
 

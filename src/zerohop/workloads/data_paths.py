@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 DATA_VARIABLE = "ZEROHOP_DATA"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -44,3 +46,19 @@ def expand_path_variables(text: str) -> str:
         raise ValueError(f"environment variable {name} is not set (or use ${{{name}:-default}})")
 
     return _VARIABLE.sub(replace, text)
+
+
+def resolve_input_path(value: str | Path, context: Any, *, what: str = "trace") -> Path:
+    """A workload's input file as a final path: variables expanded (`${VAR:-default}`),
+    `~` expanded, a relative path taken from the YAML file's folder (the validation
+    context's `base_dir`). ValueError when the file is missing, unless the context says
+    `check_files: False`."""
+    path = Path(expand_path_variables(str(value))).expanduser()
+    options = context if isinstance(context, Mapping) else {}
+    base_dir = options.get("base_dir")
+    if not path.is_absolute() and base_dir is not None:
+        path = Path(base_dir) / path
+    path = path.resolve()
+    if options.get("check_files", True) and not path.is_file():
+        raise ValueError(f"{what} file not found: {path}")
+    return path

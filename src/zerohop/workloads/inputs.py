@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from zerohop.workloads.conversation_sources import read_session_shapes
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.traces import read_trace
 from zerohop.workloads.yaml_io import load_workload_file
@@ -38,9 +39,12 @@ def load_workloads(files: Sequence[str | Path]) -> list[Any]:
 
 
 def check_inputs(spec: Any) -> None:
-    """What a spec points at must be readable before a run starts (a trace, today)."""
+    """What a spec points at must be readable before a run starts (a trace, a file of
+    conversations)."""
     if spec.kind == "trace_replay":
         read_trace(spec.trace, spec.resolved_format)
+    elif spec.kind == "conversation" and spec.source.type != "synthetic":
+        read_session_shapes(spec.source)
 
 
 def default_workload(kind: str, file: str | Path) -> Any:

@@ -13,11 +13,19 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from zerohop.core.apis import ApiName
+from zerohop.core.slo import SloError, parse_slo_mapping, request_meets
 from zerohop.workloads.adapters import AdapterSet, adapters_shorthand
-from zerohop.workloads.data_paths import expand_path_variables
+from zerohop.workloads.data_paths import resolve_input_path
 from zerohop.workloads.distributions import (
     Distribution,
     DistributionBase,
@@ -27,12 +35,15 @@ from zerohop.workloads.distributions import (
 from zerohop.workloads.load_spec import AnyLoad, ClosedLoad, ClosedOrOpenLoad, TraceLoad
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.policy_spec import Policy
+from zerohop.workloads.session_specs import ConversationSource, PrefixPool, SyntheticConversations
 
 __all__ = [
     "KIND_CLASS_NAMES",
     "ApiName",
+    "ConversationSpec",
     "LongContextSpec",
     "LoraMixSpec",
+    "SharedPrefixSpec",
     "ShortQueryFloodSpec",
     "SloSpec",
     "TokenScaling",
@@ -46,23 +57,31 @@ _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
 class SloSpec(StrictModel):
-    """Service-level objectives. The per-request thresholds decide goodput (a request
-    counts as good only if it meets every one set); the p99 targets judge the run."""
+    """Service-level objectives in the one SLO grammar (`core.slo`, docs/slo.md), e.g.
+    `{ttft_p99_ms: 500, e2e_ms: 2000}`. Each objective judges the workload's requests on
+    its statistic and sets the per-request threshold its goodput counts against; the
+    run's `--slo`, when given, replaces every workload's own."""
 
-    ttft_ms: float | None = Field(default=None, gt=0, description="Per-request max TTFT (ms).")
-    tpot_ms: float | None = Field(default=None, gt=0, description="Per-request max TPOT (ms).")
-    e2e_ms: float | None = Field(default=None, gt=0, description="Per-request max end-to-end (ms).")
-    ttft_p99_ms: float | None = Field(default=None, gt=0, description="Run target: p99 TTFT (ms).")
-    tpot_p99_ms: float | None = Field(default=None, gt=0, description="Run target: p99 TPOT (ms).")
-    e2e_p99_ms: float | None = Field(default=None, gt=0, description="Run target: p99 e2e (ms).")
+    model_config = ConfigDict(extra="allow", frozen=True)  # the keys are the grammar's
+    __pydantic_extra__: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]]
 
-    def request_meets(
-        self, *, ttft_ms: float | None, tpot_ms: float | None, e2e_ms: float | None
-    ) -> bool:
-        """True when one successful request meets every per-request threshold set. A
-        missing measurement (e.g. no TPOT for a 1-token answer) does not fail it."""
-        checks = ((self.ttft_ms, ttft_ms), (self.tpot_ms, tpot_ms), (self.e2e_ms, e2e_ms))
-        return all(limit is None or value is None or value <= limit for limit, value in checks)
+    @model_validator(mode="after")
+    def _in_the_grammar(self) -> SloSpec:
+        try:
+            parse_slo_mapping(self.objectives, where="slo")
+        except SloError as exc:  # the error's path already says `slo`
+            raise ValueError(str(exc).removeprefix("slo: ")) from None
+        return self
+
+    @property
+    def objectives(self) -> dict[str, float]:
+        """The objectives as the manifest and `--slo` write them (key → ms)."""
+        return {str(k): float(v) for k, v in (self.model_extra or {}).items()}
+
+    def request_meets(self, **values: float | None) -> bool:
+        """True when one successful request meets every per-request threshold (`ttft_ms=`,
+        `tpot_ms=`, ...). A missing measurement (no TPOT for a 1-token answer) passes."""
+        return request_meets(parse_slo_mapping(self.objectives, where="slo"), values)
 
 
 class _WorkloadBase(StrictModel):
@@ -106,7 +125,11 @@ class _WorkloadBase(StrictModel):
         gt=1000,
         description="Token ids are drawn below this (prompt_format token_ids).",
     )
-    slo: SloSpec = Field(default_factory=SloSpec, description="SLO thresholds for goodput.")
+    slo: SloSpec = Field(
+        default_factory=lambda: SloSpec.model_validate({}),
+        description="Objectives in the SLO grammar (docs/slo.md), e.g. {ttft_p99_ms: 500}: "
+        "they decide this workload's goodput and verdict; a run's --slo replaces them.",
+    )
     policy: Policy | None = Field(
         default=None,
         description="Client policy: timeouts, retries, continuation, fallback chain (None: one "
@@ -281,16 +304,7 @@ class TraceReplaySpec(_WorkloadBase):
     def _resolve_trace(cls, value: Any, info: ValidationInfo) -> Any:
         if not isinstance(value, str | Path):
             return value
-        expanded = expand_path_variables(str(value))
-        path = Path(expanded).expanduser()
-        context = info.context if isinstance(info.context, Mapping) else {}
-        base_dir = context.get("base_dir")
-        if not path.is_absolute() and base_dir is not None:
-            path = Path(base_dir) / path
-        path = path.resolve()
-        if context.get("check_files", True) and not path.is_file():
-            raise ValueError(f"trace file not found: {path}")
-        return path
+        return resolve_input_path(value, info.context, what="trace")
 
     @field_validator("format")
     @classmethod
@@ -340,8 +354,85 @@ def _format_of(data: Mapping[str, Any]) -> TraceFormat | None:
     return _TRACE_SUFFIXES.get(trace.suffix.lower())
 
 
+class ConversationSpec(_WorkloadBase):
+    """Multi-turn sessions: every turn sends the whole history, the model's own earlier
+    answers included, plus a new user message, after a think time. A failed turn ends
+    its session. Closed loop: each user runs one session after another; open loop:
+    `rate_rps` is session arrivals per second and `max_in_flight` caps live sessions."""
+
+    kind: Literal["conversation"] = Field(description="Workload kind.")
+    source: ConversationSource = Field(
+        default_factory=lambda: SyntheticConversations(type="synthetic"),
+        description="synthetic (distributions), sharegpt (a multi-turn ShareGPT file) or "
+        "mooncake (sessions rebuilt from the Mooncake conversation trace).",
+    )
+    max_turns: int | None = Field(
+        default=None, gt=0, description="End every session after this many turns."
+    )
+    think_time_s: float = Field(
+        default=1.0, ge=0, description="Pause between a turn's answer and the next turn (s)."
+    )
+    think_time: Literal["constant", "exponential"] = Field(
+        default="exponential",
+        description="`constant`: exactly think_time_s; `exponential`: random with that mean.",
+    )
+    scale_tokens: TokenScaling | None = Field(
+        default=None, description="Scale/cap the user message and answer lengths."
+    )
+    load: ClosedOrOpenLoad = Field(
+        default_factory=lambda: ClosedLoad(kind="closed", users=4),
+        description="closed (users = concurrent sessions; think_time_s between sessions) "
+        "or open (rate_rps = sessions per second).",
+    )
+
+    @field_validator("prompt_format")
+    @classmethod
+    def _text_only(cls, value: str) -> str:
+        return _text_prompts(value)
+
+
+class SharedPrefixSpec(_WorkloadBase):
+    """Each request is one system prompt from a pool (chosen by popularity) and a unique
+    user question: the prefix cache's hit rate, and what it buys. `prefix_mode: unique`
+    puts a random salt at the start of every prompt: the same sizes, zero reuse."""
+
+    kind: Literal["shared_prefix"] = Field(description="Workload kind.")
+    prefixes: PrefixPool = Field(
+        default_factory=PrefixPool, description="The pool of system prompts."
+    )
+    question_tokens: Distribution = Field(
+        default_factory=lambda: UniformDist(type="uniform", min=16, max=64),
+        description="Length of the unique user question in tokens.",
+    )
+    max_tokens: Distribution = Field(
+        default_factory=lambda: FixedDist(type="fixed", value=32),
+        description="Output tokens to request (int or distribution).",
+    )
+    prefix_mode: Literal["shared", "unique"] = Field(
+        default="shared",
+        description="`shared`: the pool's prompts as they are; `unique`: a random salt "
+        "starts every prompt (deliberately cache-cold: the zero-reuse control).",
+    )
+    load: ClosedOrOpenLoad = Field(
+        default_factory=lambda: ClosedLoad(kind="closed", users=4),
+        description="closed (users, think time) or open (rate, arrivals, cap, shape).",
+    )
+
+    @field_validator("prompt_format")
+    @classmethod
+    def _text_only(cls, value: str) -> str:
+        return _text_prompts(value)
+
+
+def _text_prompts(value: str) -> str:
+    if value != "text":
+        raise ValueError("this kind builds its prompts from text: use prompt_format: text")
+    return value
+
+
 WorkloadSpec = Annotated[
-    ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec,
+    ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec | ConversationSpec
+    | SharedPrefixSpec,
     Field(discriminator="kind"),
 ]
 """One workload of any kind; `kind` picks the model."""
@@ -352,6 +443,8 @@ KIND_CLASS_NAMES: Mapping[str, str] = MappingProxyType(
         "long_context": "LongContextSummarisation",
         "lora_mix": "LoRAMix",
         "trace_replay": "TraceReplay",
+        "conversation": "Conversation",
+        "shared_prefix": "SharedPrefix",
     }
 )
 """Workload kind -> the Locust user class name that runs it."""

@@ -24,12 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from zerohop.workloads.arrivals import (
-    InFlightLimiter,
-    schedule_for_load,
-    split_count,
-    worker_share,
-)
+from zerohop.workloads.arrivals import schedule_for_load, worker_share
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.kinds import (
     ApiName,
@@ -39,18 +34,16 @@ from zerohop.workloads.kinds import (
     TraceReplaySpec,
 )
 from zerohop.workloads.load_spec import ClosedLoad, TraceLoad
-from zerohop.workloads.prompts import (
-    PromptBuilder,
-    TokenCalibration,
-    default_calibration,
-    token_ids,
-)
+from zerohop.workloads.prompts import PromptBuilder, TokenCalibration, token_ids
 from zerohop.workloads.traces import MOONCAKE_BLOCK_TOKENS, TraceRequest, read_trace, replay_window
+from zerohop.workloads.worker_load import WorkerLoadShare, WorkerSetup, worker_setup
 
 __all__ = [
     "PlannedRequest",
     "Planner",
+    "chat_as_text",
     "make_planner",
+    "request_planner",
     "zipf_probabilities",
 ]
 
@@ -65,7 +58,10 @@ class PlannedRequest:
 
     Exactly one of `prompt` (text) / `token_ids` is set. `model` is the value for the
     request's `model` field (None: the server's first model); for a LoRA request it is
-    the adapter's name, which is how vLLM and SGLang address adapters."""
+    the adapter's name, which is how vLLM and SGLang address adapters. A prompt of
+    several messages (a system prompt, a conversation's history) is `chat`, (role,
+    content) pairs; `prompt` is then the same messages flattened (`chat_as_text`) for
+    the completions API."""
 
     workload: str
     kind: str
@@ -83,14 +79,26 @@ class PlannedRequest:
     sequence: int  # this worker's running count of planned requests, from 0
     worker_index: int
     prefix_group: int | None = None
+    chat: tuple[tuple[str, str], ...] | None = None
+    session_id: str | None = None  # a conversation's session and turn (1, 2, ...)
+    turn: int | None = None
 
     @property
     def messages(self) -> list[dict[str, str]] | None:
-        """The prompt as one user message (chat and Anthropic APIs); None for a token-id
-        prompt, which only the completions API can carry."""
+        """The prompt as chat messages (chat and Anthropic APIs): `chat`, else one user
+        message; None for a token-id prompt, which only the completions API can carry."""
+        if self.chat is not None:
+            return [{"role": role, "content": content} for role, content in self.chat]
         if self.prompt is None:
             return None
         return [{"role": "user", "content": self.prompt}]
+
+
+def chat_as_text(chat: Sequence[tuple[str, str]]) -> str:
+    """Messages as one completions prompt: their contents in order, a blank line apart.
+    No role labels: the words are generated, so labels would carry no meaning, only
+    tokens the calibration does not know of (and the size would miss its target)."""
+    return "\n\n".join(content for _role, content in chat)
 
 
 def make_planner(
@@ -104,28 +112,22 @@ def make_planner(
     builder: PromptBuilder | None = None,
     trace_requests: Sequence[TraceRequest] | None = None,
 ) -> Planner:
-    """The planner for one worker of one workload.
-
-    `seed` is the run's seed (the spec's own `seed` wins when set). `calibration` maps
-    target tokens to generated words for the API in use (default: measured against the
-    embedded target's documented tokenizer). `trace_requests` lets a caller that already
-    read the trace pass it in (else the spec's trace is read here)."""
-    if worker_count < 1 or not 0 <= worker_index < worker_count:
-        raise ValueError(f"worker_index {worker_index} outside 0..{worker_count - 1}")
-    api: ApiName = workload_spec.api or default_api
-    builder = builder or PromptBuilder()
-    calibration = calibration or default_calibration(api, builder)
-    sizer = _make_sizer(workload_spec, trace_requests)
-    return Planner(
-        spec=workload_spec,
-        api=api,
-        sizer=sizer,
-        builder=builder,
-        calibration=calibration,
-        seed=workload_spec.seed if workload_spec.seed is not None else seed,
-        worker_index=worker_index,
-        worker_count=worker_count,
+    """The planner for one worker of one workload (arguments: `worker_setup`).
+    `trace_requests` lets a caller that already read the trace pass it in (else the
+    spec's trace is read here)."""
+    setup = worker_setup(
+        workload_spec, seed=seed, worker_index=worker_index, worker_count=worker_count,
+        calibration=calibration, default_api=default_api, builder=builder,
     )
+    return request_planner(workload_spec, setup, trace_requests=trace_requests)
+
+
+def request_planner(
+    workload_spec: Any, setup: WorkerSetup, *, trace_requests: Sequence[TraceRequest] | None = None
+) -> Planner:
+    """`make_planner` for a caller that has the worker's setup."""
+    return Planner(spec=workload_spec, sizer=_make_sizer(workload_spec, trace_requests),
+                   setup=setup)
 
 
 @dataclass(frozen=True)
@@ -141,53 +143,23 @@ class _Draft:
     block_tokens: int = 0
 
 
-class Planner:
+class Planner(WorkerLoadShare):
     """Plans one worker's requests for one workload (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        spec: Any,
-        api: ApiName,
-        sizer: _Sizer,
-        builder: PromptBuilder,
-        calibration: TokenCalibration,
-        seed: int,
-        worker_index: int,
-        worker_count: int,
-    ) -> None:
+    def __init__(self, *, spec: Any, sizer: _Sizer, setup: WorkerSetup) -> None:
         self.spec = spec
-        self.api: ApiName = api
-        self.worker_index = worker_index
-        self.worker_count = worker_count
-        self.calibration = calibration
+        self.api: ApiName = setup.api
+        self.worker_index = setup.worker_index
+        self.worker_count = setup.worker_count
+        self.calibration = setup.calibration
         self._sizer = sizer
-        self._builder = builder
+        self._builder = setup.builder
         name_key = zlib.crc32(spec.name.encode())
-        self._arrival_seed = (seed, name_key, _ARRIVAL_STREAM)
-        self._rng = np.random.default_rng([seed, name_key, _CONTENT_STREAM, worker_index])
+        self._arrival_seed = (setup.seed, name_key, _ARRIVAL_STREAM)
+        self._rng = np.random.default_rng(
+            [setup.seed, name_key, _CONTENT_STREAM, setup.worker_index])
         self._sequence = 0
         self._closed_position = 0
-
-    # --- what kind of load -------------------------------------------------------------
-    @property
-    def workload(self) -> str:
-        return str(self.spec.name)
-
-    @property
-    def users(self) -> int:
-        """Closed loop: this worker's share of the workload's users (0 for open loads)."""
-        load = self.spec.load
-        if not isinstance(load, ClosedLoad):
-            return 0
-        return split_count(load.users, self.worker_index, self.worker_count)
-
-    def in_flight_limiter(self) -> InFlightLimiter:
-        """This worker's share of the `max_in_flight` cap (no cap: unlimited)."""
-        cap = getattr(self.spec.load, "max_in_flight", None)
-        if cap is None:
-            return InFlightLimiter(None)
-        return InFlightLimiter(max(1, split_count(cap, self.worker_index, self.worker_count)))
 
     # --- closed loop -------------------------------------------------------------------
     def next_request(self) -> PlannedRequest:
@@ -197,15 +169,6 @@ class Planner:
         )
         self._closed_position += 1
         return self._finish(draft, scheduled_offset_s=None)
-
-    def think_time_s(self) -> float:
-        """Pause after a response ends before the next request (closed loop)."""
-        load = self.spec.load
-        if not isinstance(load, ClosedLoad) or load.think_time_s == 0:
-            return 0.0
-        if load.think_time == "exponential":
-            return float(self._rng.exponential(load.think_time_s))
-        return float(load.think_time_s)
 
     # --- open loop and traces ------------------------------------------------------------
     def schedule(self, duration_s: float | None = None) -> Iterator[PlannedRequest]:

@@ -21,10 +21,11 @@ from pydantic_core import PydanticUndefined
 from zerohop.workloads.adapters import AdapterSet
 from zerohop.workloads.distributions import FixedDist, LognormalDist, NormalDist, UniformDist
 from zerohop.workloads.kinds import (
+    ConversationSpec,
     LongContextSpec,
     LoraMixSpec,
+    SharedPrefixSpec,
     ShortQueryFloodSpec,
-    SloSpec,
     TokenScaling,
     TraceReplaySpec,
 )
@@ -51,6 +52,12 @@ from zerohop.workloads.policy_spec import (
     PolicyTimeouts,
     RetrySpec,
 )
+from zerohop.workloads.session_specs import (
+    MooncakeConversations,
+    PrefixPool,
+    ShareGptConversations,
+    SyntheticConversations,
+)
 
 __all__ = [
     "REFERENCE_BEGIN",
@@ -67,8 +74,11 @@ REFERENCE_END = "<!-- END GENERATED FIELD REFERENCE -->"
 _SECTIONS: tuple[tuple[str, tuple[type[BaseModel], ...]], ...] = (
     (
         "Workload kinds",
-        (ShortQueryFloodSpec, LongContextSpec, LoraMixSpec, TraceReplaySpec),
+        (ShortQueryFloodSpec, LongContextSpec, LoraMixSpec, TraceReplaySpec, ConversationSpec,
+         SharedPrefixSpec),
     ),
+    ("Conversation sources (`source:`)",
+     (SyntheticConversations, ShareGptConversations, MooncakeConversations)),
     ("Load (`load:`)", (ClosedLoad, OpenLoad, TraceLoad)),
     ("Arrivals (`load.arrival:`)", (PoissonArrival, GammaArrival, ConstantArrival)),
     (
@@ -76,7 +86,7 @@ _SECTIONS: tuple[tuple[str, tuple[type[BaseModel], ...]], ...] = (
         (RampShape, StepShape, StepPoint, SpikeShape, PiecewiseShape, PiecewisePoint),
     ),
     ("Token distributions", (FixedDist, UniformDist, NormalDist, LognormalDist)),
-    ("Other sections", (SloSpec, AdapterSet, TokenScaling)),
+    ("Other sections", (AdapterSet, TokenScaling, PrefixPool)),
     ("Client policy (`policy:`)", (Policy, PolicyTimeouts, RetrySpec, BackoffSpec,
                                    ContinuationSpec, FallbackSpec, FallbackStep)),
 )

@@ -31,9 +31,12 @@ from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.prompts import count_regex_tokens
 
 __all__ = [
+    "ASSISTANT_ROLES",
+    "HUMAN_ROLES",
     "MOONCAKE_BLOCK_TOKENS",
     "TraceRequest",
     "detect_format",
+    "load_sharegpt_conversations",
     "read_azure_csv",
     "read_mooncake_jsonl",
     "read_sharegpt_json",
@@ -223,25 +226,17 @@ def read_mooncake_jsonl(path: Path) -> list[TraceRequest]:
 
 
 # --- ShareGPT JSON --------------------------------------------------------------------------
-_HUMAN = frozenset({"human", "user"})
-_ASSISTANT = frozenset({"gpt", "assistant", "chatgpt", "bard", "bing"})
+HUMAN_ROLES = frozenset({"human", "user"})  # the `from` of a user's message
+ASSISTANT_ROLES = frozenset({"gpt", "assistant", "chatgpt", "bard", "bing"})
 
 
 def read_sharegpt_json(path: Path) -> list[TraceRequest]:
     """ShareGPT-style conversations: the first human turn is the prompt, the turn after
     it (if any) the answer. Entries without a human turn are skipped."""
     with _open_text(path) as handle:
-        try:
-            data = json.load(handle)
-        except json.JSONDecodeError as exc:
-            raise WorkloadError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
-    if not isinstance(data, list):
-        raise WorkloadError(f"{path}: expected a JSON list of conversations")
+        conversations = load_sharegpt_conversations(handle, path)
     requests: list[TraceRequest] = []
-    for index, entry in enumerate(data):
-        turns = entry.get("conversations") if isinstance(entry, dict) else None
-        if not isinstance(turns, list):
-            raise WorkloadError(f"{path}: entry {index}: expected a 'conversations' list")
+    for index, turns in enumerate(conversations):
         prompt, answer = _first_exchange(turns)
         if prompt is None:
             continue
@@ -251,16 +246,34 @@ def read_sharegpt_json(path: Path) -> list[TraceRequest]:
     return requests
 
 
+def load_sharegpt_conversations(handle: Any, path: Path) -> list[list[Any]]:
+    """The messages of each conversation of an open ShareGPT-style JSON file (a list of
+    entries, each with a 'conversations' list); WorkloadError when it is not one."""
+    try:
+        data = json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(data, list):
+        raise WorkloadError(f"{path}: expected a JSON list of conversations")
+    conversations: list[list[Any]] = []
+    for index, entry in enumerate(data):
+        messages = entry.get("conversations") if isinstance(entry, dict) else None
+        if not isinstance(messages, list):
+            raise WorkloadError(f"{path}: entry {index}: expected a 'conversations' list")
+        conversations.append(messages)
+    return conversations
+
+
 def _first_exchange(turns: list[Any]) -> tuple[str | None, str | None]:
     for position, turn in enumerate(turns):
-        if not isinstance(turn, dict) or turn.get("from") not in _HUMAN:
+        if not isinstance(turn, dict) or turn.get("from") not in HUMAN_ROLES:
             continue
         prompt = turn.get("value")
         if not isinstance(prompt, str) or not prompt.strip():
             return None, None
         following = turns[position + 1] if position + 1 < len(turns) else None
         answer = None
-        if isinstance(following, dict) and following.get("from") in _ASSISTANT:
+        if isinstance(following, dict) and following.get("from") in ASSISTANT_ROLES:
             value = following.get("value")
             answer = value if isinstance(value, str) and value.strip() else None
         return prompt, answer

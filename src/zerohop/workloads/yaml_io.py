@@ -68,6 +68,7 @@ _UNION_TAGS = frozenset(
         *("closed", "open", "trace"),
         *("fixed", "uniform", "normal", "lognormal"),
         *("poisson", "gamma", "constant"),
+        *("synthetic", "sharegpt", "mooncake"),
         *("ramp", "step", "spike", "piecewise"),
     }
 )

@@ -1,0 +1,78 @@
+"""`zerohop selfcheck`: before trusting a run's latencies, certify the client's own error
+at the intended load on this machine, or learn how many processes the load needs.
+
+Exit codes: 0 PASS · 1 FAIL (the certificate says why, and what to change) · 2 bad
+input · 3 the embedded target could not start · 128 + N stopped by signal N.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from zerohop.analysis.client_certificate import DEFAULT_MAX_ERROR_MS, Bounds
+from zerohop.cli.main_job import plan_from_flags
+from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_SLO, RunError
+from zerohop.core.layout import SELFCHECK_FILE
+from zerohop.runner.plan import RunPlan
+from zerohop.runner.selfcheck import MIN_DURATION_S, run_selfcheck, selfcheck_plan
+from zerohop.runner.selfcheck_console import certificate_lines
+
+EXIT_FAIL = EXIT_SLO  # a bound was missed, as a missed SLO exits
+
+
+@click.command("selfcheck")
+@click.option("--users", type=int, default=None, help="Intended concurrent users (closed loop).")
+@click.option("--rate", type=float, default=None, help="Intended arrival rate, req/s (open loop).")
+@click.option("--duration", default="20s", show_default=True, help="How long to drive the load.")
+@click.option("--workers", type=int, default=0, show_default=True,
+              help="Locust worker processes, as the run will use; 0 = one process.")
+@click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
+              help="Your workload file (repeatable). Default: short queries.")
+@click.option("--api", type=click.Choice(API_NAMES), default=DEFAULT_API, show_default=True)
+@click.option("--max-error-ms", type=float, default=DEFAULT_MAX_ERROR_MS, show_default=True,
+              help="Bound on the client's TTFT error p99.")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
+              show_default=True)
+@click.option("--seed", type=int, default=1234, show_default=True)
+@click.option("--sim-args", default="", help="Extra arguments for the embedded target.")
+def selfcheck_command(**kw: Any) -> None:
+    """Certify the client's TTFT error, schedule lag and CPU headroom at a load.
+
+    Drives the embedded target at the intended load with ground truth on, prints the
+    certificate and writes selfcheck.json. Exit 0 PASS, 1 FAIL, 2 bad input.
+    """
+    try:
+        plan, bounds = _plan_and_bounds(kw)
+        result = run_selfcheck(plan, bounds, default_workload=not kw["workloads"])
+    except RunError as exc:
+        click.echo(f"zerohop: error: {exc}", err=True)
+        sys.exit(exc.code)
+    for line in certificate_lines(result.certificate, str(result.run_dir / SELFCHECK_FILE)):
+        click.echo(line)
+    sys.exit(EXIT_OK if result.passed else EXIT_FAIL)
+
+
+def _plan_and_bounds(kw: dict[str, Any]) -> tuple[RunPlan, Bounds]:
+    if (kw["users"] is None) == (kw["rate"] is None):
+        raise RunError("name the intended load: --users N (closed loop) or --rate R "
+                       "(open loop)", EXIT_BAD_INPUT)
+    if not kw["max_error_ms"] > 0:
+        raise RunError("--max-error-ms must be > 0", EXIT_BAD_INPUT)
+    plan = plan_from_flags({
+        "host": None, "api": kw["api"], "workloads": kw["workloads"], "classes": (),
+        "users": kw["users"], "rate": kw["rate"], "duration": kw["duration"],
+        "telemetry": "loadgen", "slo": "", "name": "selfcheck", "workers": kw["workers"],
+        "results_dir": kw["results_dir"], "model": "", "seed": kw["seed"],
+        "sim_args": kw["sim_args"], "no_report": True, "microbench": "off",
+        "compare_layer": False,
+    })
+    if plan.duration_s < MIN_DURATION_S:
+        raise RunError(f"--duration: a self-check needs at least {MIN_DURATION_S:g}s",
+                       EXIT_BAD_INPUT)
+    return selfcheck_plan(plan, duration_s=plan.duration_s), Bounds(
+        max_ttft_error_ms=kw["max_error_ms"])

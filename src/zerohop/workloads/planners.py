@@ -1,0 +1,46 @@
+"""The planner of any workload kind, for the one place that plans every kind (the
+load generator's workload binding).
+
+`plans.make_planner` plans the single-request kinds; a conversation has a planner of
+sessions (`conversation`), a shared-prefix workload a `Planner` with a pool of system
+prompts (`shared_prefix`). Those modules build on `plans`, so the choice between them
+is made here, above all three.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zerohop.workloads.conversation import ConversationPlanner, make_conversation_planner
+from zerohop.workloads.kinds import ApiName, ConversationSpec, SharedPrefixSpec
+from zerohop.workloads.plans import Planner, request_planner
+from zerohop.workloads.prompts import TokenCalibration
+from zerohop.workloads.shared_prefix import make_shared_prefix_planner
+from zerohop.workloads.worker_load import worker_setup
+
+__all__ = ["is_session_planner", "make_workload_planner"]
+
+
+def make_workload_planner(
+    spec: Any,
+    *,
+    seed: int,
+    worker_index: int,
+    worker_count: int,
+    calibration: TokenCalibration | None = None,
+    default_api: ApiName = "openai-chat",
+) -> Planner | ConversationPlanner:
+    """The planner for one worker of `spec`, whatever its kind (arguments as
+    `plans.make_planner`)."""
+    setup = worker_setup(spec, seed=seed, worker_index=worker_index, worker_count=worker_count,
+                         calibration=calibration, default_api=default_api)
+    if isinstance(spec, ConversationSpec):
+        return make_conversation_planner(spec, setup)
+    if isinstance(spec, SharedPrefixSpec):
+        return make_shared_prefix_planner(spec, setup)
+    return request_planner(spec, setup)
+
+
+def is_session_planner(planner: Any) -> bool:
+    """Does `planner` hand out sessions of turns (rather than single requests)?"""
+    return isinstance(planner, ConversationPlanner)
