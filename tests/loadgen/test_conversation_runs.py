@@ -13,6 +13,7 @@ import pytest
 from tests.main_job.test_run_command import zerohop
 from zerohop.workloads.inputs import load_workloads
 from zerohop.workloads.planners import make_workload_planner
+from zerohop.workloads.worker_load import worker_setup
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +54,8 @@ def _planned_sessions(workload: Path, *, open_loop: bool, count: int = 400) -> d
     """The run's sessions as its planner drew them (the same seed: the same turns and
     think times, whatever the target answered)."""
     (spec,) = load_workloads([workload])
-    planner: Any = make_workload_planner(spec, seed=SEED, worker_index=0, worker_count=1)
+    planner: Any = make_workload_planner(
+        spec, worker_setup(spec, seed=SEED, worker_index=0, worker_count=1))
     sessions = planner.schedule(60.0) if open_loop else (
         planner.next_session() for _ in range(count))
     return {s.session_id: s for s in sessions}

@@ -24,6 +24,7 @@ from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.inputs import check_inputs
 from zerohop.workloads.planners import is_session_planner, make_workload_planner
 from zerohop.workloads.traces import TraceRequest, read_mooncake_jsonl
+from zerohop.workloads.worker_load import worker_setup
 from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit
@@ -42,8 +43,9 @@ def _spec(data: dict[str, Any]) -> Any:
 
 def _planner(data: dict[str, Any] = CONVERSATION, *, worker_index: int = 0,
              worker_count: int = 1, api: Any = "openai-chat", seed: int = 1) -> Any:
-    planner = make_workload_planner(_spec(data), seed=seed, worker_index=worker_index,
-                                    worker_count=worker_count, default_api=api)
+    spec = _spec(data)
+    planner = make_workload_planner(spec, worker_setup(
+        spec, seed=seed, worker_index=worker_index, worker_count=worker_count, default_api=api))
     assert is_session_planner(planner)
     return planner
 

@@ -13,6 +13,7 @@ from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.planners import make_workload_planner
 from zerohop.workloads.plans import zipf_probabilities
 from zerohop.workloads.shared_prefix import SALT_UNITS
+from zerohop.workloads.worker_load import worker_setup
 from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit
@@ -26,8 +27,8 @@ POOL = {"kind": "shared_prefix", "name": "pool",
 def _planner(data: dict[str, Any] = POOL, *, worker_index: int = 0, worker_count: int = 1,
              api: Any = "openai-chat") -> Any:
     spec = parse_workloads(data).workloads[0]
-    return make_workload_planner(spec, seed=3, worker_index=worker_index,
-                                 worker_count=worker_count, default_api=api)
+    return make_workload_planner(spec, worker_setup(
+        spec, seed=3, worker_index=worker_index, worker_count=worker_count, default_api=api))
 
 
 def _requests(planner: Any, n: int) -> list[Any]:

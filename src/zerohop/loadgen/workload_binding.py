@@ -93,6 +93,7 @@ def binding_for(environment: Any, user_class: type) -> WorkloadBinding:
 def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     from zerohop.loadgen.selection import fitted_spec
     from zerohop.workloads.planners import make_workload_planner
+    from zerohop.workloads.worker_load import worker_setup
 
     spec = _with_rate_override(environment, user_class, fitted_spec(
         environment, user_class, spec_for(environment, user_class)))
@@ -105,8 +106,9 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     else:
         sizing = sizing_for(environment, api, model)
         calibration, source = sizing.calibration, sizing.source
-    planner = make_workload_planner(spec, seed=seed, worker_index=index, worker_count=count,
-                                    calibration=calibration, default_api=api)
+    planner = make_workload_planner(spec, worker_setup(
+        spec, seed=seed, worker_index=index, worker_count=count, calibration=calibration,
+        default_api=api))
     open_loop = getattr(spec.load, "kind", "closed") != "closed"
     arm_urls = opt.arm_hosts(environment)
     arms = ArmAssigner(list(arm_urls), f"{seed}:{spec.name}:{index}") if arm_urls else None

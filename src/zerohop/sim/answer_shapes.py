@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from typing import Any
 
 from zerohop.sim.answer_plan import AnswerPlan
 from zerohop.sim.api_shapes import (
@@ -119,9 +120,9 @@ class PlannedChatShape(ChatShape):
     def final_body(
         self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
     ) -> bytes:
-        body = json.loads(super().final_body(text, prompt, completion, reason, cached))
         answer = self.answer
-        thought, said = _split_thought(answer, text, completion)
+        body, thought, said = _planned_body(
+            super().final_body(text, prompt, completion, reason, cached), answer, text, completion)
         choice = body["choices"][0]
         message = choice["message"]
         message["reasoning_content"] = thought or None
@@ -220,9 +221,9 @@ class PlannedMessagesShape(MessagesShape):
     def final_body(
         self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
     ) -> bytes:
-        body = json.loads(super().final_body(text, prompt, completion, reason, cached))
         answer = self.answer
-        thought, said = _split_thought(answer, text, completion)
+        body, thought, said = _planned_body(
+            super().final_body(text, prompt, completion, reason, cached), answer, text, completion)
         content: list[dict[str, object]] = []
         if thought:
             content.append({"type": "thinking", "thinking": thought, "signature": self.signature})
@@ -243,11 +244,13 @@ class PlannedMessagesShape(MessagesShape):
         return anthropic_stop_reason(reason)
 
 
-def _split_thought(answer: AnswerPlan, text: str, completion: int) -> tuple[str, str]:
-    """The reasoning words the first `completion` tokens hold, and the text after them:
-    both final bodies put the two in separate fields."""
+def _planned_body(
+    base: bytes, answer: AnswerPlan, text: str, completion: int
+) -> tuple[dict[str, Any], str, str]:
+    """The plain shape's body, the reasoning words the first `completion` tokens hold,
+    and the text after them: both final bodies put the two in separate fields."""
     thought = generated_text(answer.word_offset, answer.reasoning_in(completion))
-    return thought, text[len(thought):]
+    return json.loads(base), thought, text[len(thought):]
 
 
 def _tool_reason(reason: str, tool_reason: str) -> str:

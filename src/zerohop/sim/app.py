@@ -13,6 +13,7 @@ import json
 import os
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,18 @@ API_PATHS = {
 }
 LOOP_PROBE_INTERVAL_S = 0.1
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's and vLLM's default for /v1/completions
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """What answering a request with an error needs: its connection, the request, the
+    API (for the error body's shape), its id and the headers every reply carries."""
+
+    conn: HttpConnection
+    request: HttpRequest
+    api: str
+    request_id: str
+    extra_headers: list[tuple[bytes, bytes]]
 
 
 class RequestError(Exception):
@@ -200,6 +213,7 @@ class SimApp:
     def _generate(self, conn: HttpConnection, request: HttpRequest, api: str) -> None:
         request_id = request.headers.get("x-request-id") or self._new_request_id()
         extra_headers = [(b"x-request-id", request_id.encode("latin-1", "replace"))]
+        refused = _Refusal(conn, request, api, request_id, extra_headers)
         try:
             self._check_auth(request, api)
             fault = self._fault_for(request, request_id)
@@ -215,20 +229,10 @@ class SimApp:
                 _read_generation_fields(api, body, engine.max_model_len)
             )
         except RequestError as err:
-            self._reject(
-                conn,
-                request,
-                api,
-                request_id,
-                extra_headers,
-                err.status,
-                err.message,
-                err.error_type,
-                model=None,
-            )
+            self._reject(refused, err.status, err.message, err.error_type, model=None)
             return
         if fault is not None and fault.status is not None:
-            self._http_fault(conn, request, api, request_id, extra_headers, fault, model_name)
+            self._http_fault(refused, fault, model_name)
             return
         if fault is not None and fault.name == "reset" and fault.integer("after") == 0:
             self._reject_record(
@@ -239,14 +243,12 @@ class SimApp:
         try:
             engine.check_request(prompt_tokens, max_tokens, adapter)
         except EngineError as err:
-            self._reject(conn, request, api, request_id, extra_headers, err.status,
-                         err.message, None, model=model_name)
+            self._reject(refused, err.status, err.message, None, model=model_name)
             return
         if engine.queue_full():
             status = 529 if api == "messages" else 503
-            self._reject(conn, request, api, request_id, extra_headers, status,
-                         "The server is overloaded: the waiting queue is full.", None,
-                         model=model_name)
+            self._reject(refused, status, "The server is overloaded: the waiting queue is full.",
+                         None, model=model_name)
             engine.stats.rejected_total += 1
             return
         ignore = ignore_eos or engine.engine_config.ignore_eos_default
@@ -315,18 +317,10 @@ class SimApp:
                 raise RequestError(400, str(exc)) from None
         return self.faults.draw(request_id)
 
-    def _http_fault(
-        self,
-        conn: HttpConnection,
-        request: HttpRequest,
-        api: str,
-        request_id: str,
-        extra_headers: list[tuple[bytes, bytes]],
-        fault: FaultSpec,
-        model_name: str,
-    ) -> None:
+    def _http_fault(self, refused: _Refusal, fault: FaultSpec, model_name: str) -> None:
+        conn, api = refused.conn, refused.api
         status = fault.status or 500
-        headers = list(extra_headers)
+        headers = list(refused.extra_headers)
         if status == 429 or ("retry_after" in fault.params and status in (503, 529)):
             headers.append((b"retry-after", str(fault.integer("retry_after")).encode()))
         if fault.no_body:
@@ -338,26 +332,17 @@ class SimApp:
         else:
             message = f"injected fault {fault.name}"
             conn.send(status, error_body(api, status, message), extra_headers=headers)
-        self._reject_record(
-            request, api, request_id, model_name, http_outcome(status), status, None, fault
-        )
+        self._reject_record(refused.request, api, refused.request_id, model_name,
+                            http_outcome(status), status, None, fault)
 
     def _reject(
-        self,
-        conn: HttpConnection,
-        request: HttpRequest,
-        api: str,
-        request_id: str,
-        extra_headers: list[tuple[bytes, bytes]],
-        status: int,
-        message: str,
-        error_type: str | None,
+        self, refused: _Refusal, status: int, message: str, error_type: str | None,
         model: str | None,
     ) -> None:
-        conn.send(status, error_body(api, status, message, error_type), extra_headers=extra_headers)
-        self._reject_record(
-            request, api, request_id, model, http_outcome(status), status, error_type, None
-        )
+        refused.conn.send(status, error_body(refused.api, status, message, error_type),
+                          extra_headers=refused.extra_headers)
+        self._reject_record(refused.request, refused.api, refused.request_id, model,
+                            http_outcome(status), status, error_type, None)
 
     def _reject_record(
         self,

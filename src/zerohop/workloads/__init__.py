@@ -27,6 +27,6 @@ order data flows through them:
   `next_request()` (closed loop) and `schedule()` (open loop and traces), each giving
   `PlannedRequest`s; `shared_prefix` (a `Planner` over a pool of system prompts) and
   `conversation` (`ConversationPlanner`: `Session`s of turns, `run_session`) build on
-  it, and `planners.make_workload_planner(spec, ...)` picks the planner of any kind;
+  it, and `planners.make_workload_planner(spec, setup)` picks the planner of any kind;
   `worker_load` holds what they all share (`worker_setup`, a worker's share of the load).
 """

@@ -12,28 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from zerohop.workloads.conversation import ConversationPlanner, make_conversation_planner
-from zerohop.workloads.kinds import ApiName, ConversationSpec, SharedPrefixSpec
+from zerohop.workloads.kinds import ConversationSpec, SharedPrefixSpec
 from zerohop.workloads.plans import Planner, request_planner
-from zerohop.workloads.prompts import TokenCalibration
 from zerohop.workloads.shared_prefix import make_shared_prefix_planner
-from zerohop.workloads.worker_load import worker_setup
+from zerohop.workloads.worker_load import WorkerSetup
 
 __all__ = ["is_session_planner", "make_workload_planner"]
 
 
-def make_workload_planner(
-    spec: Any,
-    *,
-    seed: int,
-    worker_index: int,
-    worker_count: int,
-    calibration: TokenCalibration | None = None,
-    default_api: ApiName = "openai-chat",
-) -> Planner | ConversationPlanner:
-    """The planner for one worker of `spec`, whatever its kind (arguments as
-    `plans.make_planner`)."""
-    setup = worker_setup(spec, seed=seed, worker_index=worker_index, worker_count=worker_count,
-                         calibration=calibration, default_api=default_api)
+def make_workload_planner(spec: Any, setup: WorkerSetup) -> Planner | ConversationPlanner:
+    """The planner for one worker of `spec`, whatever its kind (`setup`:
+    `worker_load.worker_setup`, which checks the worker's position and seed)."""
     if isinstance(spec, ConversationSpec):
         return make_conversation_planner(spec, setup)
     if isinstance(spec, SharedPrefixSpec):

@@ -34,7 +34,7 @@ from zerohop.workloads.kinds import (
     TraceReplaySpec,
 )
 from zerohop.workloads.load_spec import ClosedLoad, TraceLoad
-from zerohop.workloads.prompts import PromptBuilder, TokenCalibration, token_ids
+from zerohop.workloads.prompts import token_ids
 from zerohop.workloads.traces import MOONCAKE_BLOCK_TOKENS, TraceRequest, read_trace, replay_window
 from zerohop.workloads.worker_load import WorkerLoadShare, WorkerSetup, worker_setup
 
@@ -102,24 +102,14 @@ def chat_as_text(chat: Sequence[tuple[str, str]]) -> str:
 
 
 def make_planner(
-    workload_spec: Any,
-    *,
-    seed: int,
-    worker_index: int,
-    worker_count: int,
-    calibration: TokenCalibration | None = None,
-    default_api: ApiName = "openai-chat",
-    builder: PromptBuilder | None = None,
-    trace_requests: Sequence[TraceRequest] | None = None,
+    workload_spec: Any, *, trace_requests: Sequence[TraceRequest] | None = None, **setup: Any
 ) -> Planner:
-    """The planner for one worker of one workload (arguments: `worker_setup`).
+    """The planner for one worker of one workload. `setup` are `worker_setup`'s keywords
+    (seed, worker_index, worker_count; calibration, default_api, builder), checked there.
     `trace_requests` lets a caller that already read the trace pass it in (else the
     spec's trace is read here)."""
-    setup = worker_setup(
-        workload_spec, seed=seed, worker_index=worker_index, worker_count=worker_count,
-        calibration=calibration, default_api=default_api, builder=builder,
-    )
-    return request_planner(workload_spec, setup, trace_requests=trace_requests)
+    return request_planner(workload_spec, worker_setup(workload_spec, **setup),
+                           trace_requests=trace_requests)
 
 
 def request_planner(
