@@ -8,6 +8,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,13 +109,20 @@ def test_locust_headless_stopped_by_signal(sig: signal.Signals, tmp_path: Path) 
         "--headless", "-u", "6", "-r", "6", "-t", "60s", "--stop-timeout", "3",
         "--drain-timeout", "3", "--results-dir", str(tmp_path / "r"), "--workload", str(wl),
         "--telemetry", "", "--sim-args", f"--ground-truth {truth} --time-scale 3",
-        "ShortQueryFlood"), log=tmp_path / "locust.log")
+        "ShortQueryFlood"), log=tmp_path / "locust.log",
+        env=child_env(PYTHONFAULTHANDLER="1"))
     try:
         assert wait_for(lambda: records_flowing(tmp_path / "r"), 30), \
             (tmp_path / "locust.log").read_text()[-2000:]
         time.sleep(RNG.uniform(0.0, 3.0))
         os.kill(proc.pid, sig)
-        proc.wait(timeout=40)
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:  # say where it hangs: faulthandler dumps on SIGABRT
+            os.kill(proc.pid, signal.SIGABRT)
+            time.sleep(2)
+            pytest.fail(f"still running 40 s after {sig.name}:\n"
+                        + (tmp_path / "locust.log").read_text()[-6000:])
     finally:
         stop_group(proc)
     log = (tmp_path / "locust.log").read_text()
