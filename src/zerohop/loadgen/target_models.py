@@ -15,6 +15,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from zerohop.client.anthropic_adapter import ANTHROPIC_VERSION
+from zerohop.core.apis import DEFAULT_API
+
 LIST_LIMIT = 8  # names shown in a one-line message before "and N more"
 
 
@@ -77,10 +80,9 @@ def parse_models(body: Any) -> TargetModels:
     return TargetModels(tuple(bases), {k: tuple(v) for k, v in adapters.items()})
 
 
-ANTHROPIC_VERSION = "2023-06-01"
 
 
-def fetch_target_models(host: str, *, timeout_s: float = 10.0, api: str = "openai-chat",
+def fetch_target_models(host: str, *, timeout_s: float = 10.0, api: str = DEFAULT_API,
                         api_key: str | None = None) -> TargetModels | None:
     """The target's models, or None when it has no usable `/v1/models` (some servers
     and gateways do not list models: then nothing can be checked, only tried)."""

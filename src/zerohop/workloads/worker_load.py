@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.core.apis import DEFAULT_API, ApiName
 from zerohop.workloads.arrivals import InFlightLimiter, check_worker, split_count
-from zerohop.workloads.kinds import ApiName
 from zerohop.workloads.load_spec import ClosedLoad
 from zerohop.workloads.prompts import PromptBuilder, TokenCalibration, default_calibration
 
@@ -42,7 +42,7 @@ def worker_setup(
     worker_index: int,
     worker_count: int,
     calibration: TokenCalibration | None = None,
-    default_api: ApiName = "openai-chat",
+    default_api: ApiName = DEFAULT_API,
     builder: PromptBuilder | None = None,
 ) -> WorkerSetup:
     """The setup of worker `worker_index` of `worker_count` for `spec`: `seed` is the
