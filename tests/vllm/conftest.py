@@ -36,7 +36,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """A running vLLM CPU server serving model `tiny` and adapters a0..a3 (max 2 at once).
+    """A running vLLM CPU server serving model `tiny` and adapters a0..a3 (max 2 at once),
+    its prefix cache on and reported in usage (`prompt_tokens_details.cached_tokens`).
 
     With 2 or more CPUs the server is confined to the last one and this process (with
     every thread and Locust process it starts) to the others, for the whole session:
@@ -58,7 +59,7 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer
     server_cpus = cpus[-1:] if len(cpus) >= 2 else None
     with start_vllm(
         probe.env, model_dir, lora_adapters=adapters_in(model_dir), log_path=log_path,
-        cpus=server_cpus,
+        cpus=server_cpus, extra_args=["--enable-prompt-tokens-details"],  # cached_tokens
     ) as server:
         if server_cpus:
             os.sched_setaffinity(0, cpus[:-1])

