@@ -9,7 +9,7 @@ import pytest
 
 from zerohop.analysis.run_data import frame_from_rows
 from zerohop.analysis.token_counts import summarise_token_counts
-from zerohop.report.present_token_counts import token_count_section
+from zerohop.report.present_token_counts import prompt_size_check, token_count_section
 
 pytestmark = pytest.mark.unit
 
@@ -81,3 +81,19 @@ def test_no_usage_at_all_gives_dashes_not_errors() -> None:
 def test_a_run_without_an_ok_request_has_no_section() -> None:
     frame, _ = frame_from_rows([_row(0, outcome="http_500")])
     assert token_count_section(summarise_token_counts(frame)) is None
+
+
+def test_the_verdict_flags_a_median_prompt_size_past_3_percent() -> None:
+    close = [_row(i, prompt=p, sized_by="tokenize") for i, p in enumerate((100, 100, 101))]
+    frame, _ = frame_from_rows(close)
+    line = prompt_size_check(summarise_token_counts(frame))
+    assert line == {"status": "ok", "text": "prompt sizes: median within ±3 % of the asked "
+                                            "size, 100.0 % of requests within ±1 token"}
+    off = close + [_row(i, workload="long", prompt=104) for i in range(5, 8)]
+    frame, _ = frame_from_rows(off)
+    line = prompt_size_check(summarise_token_counts(frame))
+    assert line is not None and line["status"] == "warn"
+    assert line["text"] == ("prompt sizes off: long: median prompt size +4.0 % off the asked "
+                            "size (more than ±3 %)")
+    frame, _ = frame_from_rows([_row(0, prompt=None)])
+    assert prompt_size_check(summarise_token_counts(frame)) is None

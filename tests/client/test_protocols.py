@@ -48,7 +48,8 @@ def load_golden(path: Path) -> tuple[bytes, dict[str, Any]]:
 
 
 # fields a fixture names only when they differ from these values (README.md)
-QUIET_DEFAULTS = {"reasoning": False, "reasoning_tokens": None, "cached_tokens": None}
+QUIET_DEFAULTS = {"reasoning": False, "reasoning_tokens": None, "cached_tokens": None,
+                  "tool_arguments": False}
 ITEM_TYPES = {
     ContentDelta: "content",
     ToolCall: "tool_call",

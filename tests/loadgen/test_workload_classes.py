@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 import pytest
 
 from tests.main_job.test_run_command import zerohop
-from zerohop.loadgen.selection import plan_candidates, workload_class
+from zerohop.loadgen.selection import (
+    plan_candidates,
+    select_workloads,
+    users_by_weight,
+    workload_class,
+)
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.inputs import load_workloads
 
@@ -41,6 +47,7 @@ class ShortQueryFlood:
     workload_kind = "short_query_flood"
     default_workload_file = "short_query_flood.yaml"
     weight = 4
+    fixed_count = 0  # Locust's User: no fixed count, users go by weight
 
 
 class LoRAMix:
@@ -74,6 +81,59 @@ def test_each_workload_of_a_kind_gets_its_own_class_spec_and_yaml_weight(
 def test_a_workload_without_weight_keeps_its_class_weight(tmp_path: Path) -> None:
     wl = _file(tmp_path, "kind: short_query_flood\nname: plain\n")
     assert [(c.__name__, c.weight) for c in _classes((ShortQueryFlood,), wl)] == [("plain", 4)]
+
+
+class TraceReplay:
+    """Stands for loadtests/trace_replay.py's class: one user holds the dispatcher's slot."""
+
+    workload_kind = "trace_replay"
+    default_workload_file = "trace_replay_azure_conv.yaml"
+    weight = 1
+    fixed_count = 1
+
+
+CLOSED_AND_OPEN = """
+workloads:
+  - {kind: short_query_flood, name: one, load: {kind: closed, users: 1}}
+  - {kind: short_query_flood, name: three, weight: 2, load: {kind: closed, users: 3}}
+  - {kind: short_query_flood, name: arrivals, load: {kind: open, rate_rps: 5}}
+"""
+
+
+@pytest.mark.unit
+def test_a_closed_workload_runs_its_files_users_as_locusts_fixed_count(tmp_path: Path) -> None:
+    """Locust spawns a class's `fixed_count` users before it spreads the rest of -u by
+    weight: a closed workload's `users` is that count; an open one's users only hold a
+    slot, so it keeps the template's (none) and goes by weight."""
+    wl = _file(tmp_path, CLOSED_AND_OPEN)
+    classes = _classes((ShortQueryFlood,), wl)
+    assert [(c.__name__, c.fixed_count) for c in classes] == [
+        ("one", 1), ("three", 3), ("arrivals", 0)]
+    assert [c.weight for c in classes] == [4, 2, 4]  # weights as before
+    (replay,) = _classes((TraceReplay,))  # the shipped trace_replay default: a trace load
+    assert replay.fixed_count == 1  # the template's
+
+
+@pytest.mark.unit
+def test_users_by_weight_leaves_every_class_to_locusts_weights(tmp_path: Path) -> None:
+    """`zerohop run --users N` (`--users-by-weight`): N users over all workloads by weight,
+    the files' closed-loop `users` overridden."""
+    found = plan_candidates((ShortQueryFlood,), load_workloads([_file(tmp_path, CLOSED_AND_OPEN)]),
+                            named=())
+    classes = [workload_class(c.template, c.load(), c.name, by_weight=True) for c in found]
+    assert [(c.__name__, c.fixed_count) for c in classes] == [
+        ("one", 0), ("three", 0), ("arrivals", 0)]
+
+
+@pytest.mark.unit
+def test_the_override_is_the_flag_or_a_rate_that_replaces_the_load_sections() -> None:
+    def environment(**options: Any) -> SimpleNamespace:
+        return SimpleNamespace(parsed_options=SimpleNamespace(**options))
+
+    assert users_by_weight(SimpleNamespace()) is False  # library use: the files decide
+    assert users_by_weight(environment(zh_users_by_weight=False, zh_rate_override=0.0)) is False
+    assert users_by_weight(environment(zh_users_by_weight=True, zh_rate_override=0.0)) is True
+    assert users_by_weight(environment(zh_users_by_weight=False, zh_rate_override=20.0)) is True
 
 
 @pytest.mark.unit
@@ -120,7 +180,7 @@ def test_the_shipped_new_kinds_are_not_in_the_default_run_set() -> None:
 
     from zerohop.shipped import locustfiles
 
-    for kind in ("conversation", "shared_prefix"):
+    for kind in ("conversation", "shared_prefix", "agent"):
         (path,) = locustfiles([kind])
         assigned = {target.id: node.value for cls in ast.parse(path.read_text()).body
                     if isinstance(cls, ast.ClassDef) for node in cls.body
@@ -128,6 +188,37 @@ def test_the_shipped_new_kinds_are_not_in_the_default_run_set() -> None:
                     if isinstance(target, ast.Name)}
         value = assigned["runs_by_default"]
         assert isinstance(value, ast.Constant) and value.value is False, path
+
+
+class Agent:
+    """Stands for loadtests/agent.py's class: not in the default run set either."""
+
+    workload_kind = "agent"
+    default_workload_file = "agent.yaml"
+    runs_by_default = False
+    weight = 1
+
+
+@pytest.mark.unit
+def test_the_agent_class_runs_when_named_and_needs_an_api_with_tools(tmp_path: Path) -> None:
+    templates = (ShortQueryFlood, Agent)
+    assert [c.name for c in plan_candidates(templates, [], named=())] == ["ShortQueryFlood"]
+    named = plan_candidates(templates, [], named={"Agent"})
+    assert [(c.name, c.asked) for c in named] == [("ShortQueryFlood", False), ("Agent", True)]
+    assert named[1].load().kind == "agent"  # the shipped workloads/agent.yaml
+    pairs = [(c.name, c.load) for c in named]
+    assert select_workloads(pairs, asked={"Agent"}, target=None, api="anthropic").run == [
+        "ShortQueryFlood", "Agent"]
+    with pytest.raises(WorkloadError) as refused:
+        select_workloads(pairs, asked={"Agent"}, target=None, api="openai-completions")
+    assert str(refused.value) == (
+        "Agent: workload 'agent' is an agent loop and openai-completions has no tools: "
+        "use --api openai-chat or anthropic")
+    # a workload that names its own API with tools runs whatever the run's
+    own = _file(tmp_path, "kind: agent\nname: loops\napi: anthropic\n")
+    found = plan_candidates(templates, load_workloads([own]), named=())
+    assert select_workloads([(c.name, c.load) for c in found], asked={"loops"}, target=None,
+                            api="openai-completions").run == ["ShortQueryFlood", "loops"]
 
 
 @pytest.mark.unit
@@ -161,3 +252,64 @@ def test_two_workloads_of_one_kind_both_run_by_their_weights(workers: int,
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["workload_selection"]["run"] == ["light", "heavy"]
     assert manifest["status"] == "completed"
+
+
+ONE_AND_THREE = """
+workloads:
+  - kind: short_query_flood
+    name: one
+    input_tokens: 16
+    max_tokens: 24
+    load: {kind: closed, users: 1}
+  - kind: short_query_flood
+    name: three
+    input_tokens: 16
+    max_tokens: 24
+    load: {kind: closed, users: 3}
+"""
+
+
+def _max_in_flight(frame: pd.DataFrame) -> dict[str, int]:
+    """Each workload's most requests in flight at once, from its records' send and end
+    times (an end before a send at the same instant: a closed loop's next request)."""
+    peaks = {}
+    for name, rows in frame.groupby("workload"):
+        ends = rows.end_ts.fillna(float("inf"))  # still in flight when the run ended
+        events = sorted([(t, 1) for t in rows.sent_ts] + [(t, -1) for t in ends])
+        level = peak = 0
+        for _, step in events:
+            level += step
+            peak = max(peak, level)
+        peaks[str(name)] = peak
+    return peaks
+
+
+def _users_run(tmp_path: Path, *extra: str) -> dict[str, int]:
+    wl = _file(tmp_path, ONE_AND_THREE)
+    results = tmp_path / "r"
+    res = zerohop("run", "--workload", str(wl), "--duration", "6s", "--telemetry", "none",
+                  "--microbench", "off", "--no-report", "--results-dir", str(results), *extra)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    frame = pd.read_parquet(run / "requests.parquet")
+    assert set(frame.workload) == {"one", "three"}, frame.workload.value_counts()
+    return _max_in_flight(frame)
+
+
+@pytest.mark.integration  # runs `zerohop run` (Locust, the embedded target) as a child
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_closed_workload_runs_the_users_its_file_gives(workers: int, tmp_path: Path) -> None:
+    """users: 1 and users: 3 are 1 and 3 requests in flight at most, the 3 reached (with
+    workers too: Locust counts a fixed count over all of them)."""
+    peaks = _users_run(tmp_path, "--workers", str(workers))
+    assert peaks["one"] == 1, peaks
+    assert peaks["three"] == 3, peaks
+
+
+@pytest.mark.integration  # runs `zerohop run` (Locust, the embedded target) as a child
+def test_users_on_the_command_line_override_the_files(tmp_path: Path) -> None:
+    """--users 8 over two workloads of equal weight: 4 users each, the files' 1 and 3
+    overridden."""
+    peaks = _users_run(tmp_path, "--users", "8")
+    assert 1 < peaks["one"] <= 4, peaks
+    assert peaks["three"] <= 4, peaks

@@ -39,6 +39,8 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *wor
     (["--telemetry", "gpu-magic"], ["gpu-magic"]),
     (["--workload", "does/not/exist.yaml"], ["exist.yaml"]),
     (["--workers", "-1"], ["--workers"]),
+    (["--tokenizer", "no/such/tokenizer.json"], ["--tokenizer", "does not exist"]),
+    (["--tokenizer", "."], ["--tokenizer", "without tokenizer.json"]),
 ])
 def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str], tmp_path: Path
                                          ) -> None:

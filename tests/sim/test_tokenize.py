@@ -11,7 +11,7 @@ import pytest
 
 from tests.sim.conftest import MODEL
 from zerohop.sim.launcher import SimProcess
-from zerohop.sim.tokenize import TokenizeError, tokenize_ids
+from zerohop.sim.tokenize import TokenizeError, token_strs, tokenize_ids
 from zerohop.sim.tokens import count_chat_tokens, count_prompt_tokens
 
 
@@ -42,6 +42,15 @@ def test_prompt_ids_are_stable_and_token_ids_pass_through() -> None:
             tokenize_ids(bad)
 
 
+@pytest.mark.unit
+def test_token_strings_mark_the_space_before_a_word_as_byte_level_bpe_does() -> None:
+    assert token_strs({"prompt": "the cat, sat."}) == ["the", " cat", ",", " sat", "."]
+    messages = [{"role": "user", "content": "a b"}]
+    strings = token_strs({"messages": messages})
+    assert len(strings) == len(tokenize_ids({"messages": messages})) == 4 + 2 + 3
+    assert strings[4:6] == ["a", " b"]
+
+
 def _post(sim: SimProcess, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(sim.url + path, data=json.dumps(body).encode(),
                                      headers={"content-type": "application/json"})
@@ -65,5 +74,9 @@ def test_tokenize_on_the_wire_matches_the_usage_of_the_same_request(sim: SimProc
                           {"model": MODEL, "prompt": messages[0]["content"], "max_tokens": 2})
     _, plain = _post(sim, "/tokenize", {"model": MODEL, "prompt": messages[0]["content"]})
     assert completion["usage"]["prompt_tokens"] == plain["count"]
+    _, spelled = _post(sim, "/tokenize", {"model": MODEL, "messages": messages,
+                                          "return_token_strs": True})
+    assert spelled["tokens"] == tokenized["tokens"]
+    assert len(spelled["token_strs"]) == spelled["count"] and "token_strs" not in tokenized
     assert _post(sim, "/tokenize", {"model": "nope", "prompt": "x"})[0] == 404
     assert _post(sim, "/tokenize", {"model": MODEL})[0] == 400

@@ -1,9 +1,9 @@
 """Every API × every default workload kind against the embedded target: all `ok`.
 
-One `zerohop run` per API runs the six workload kinds together (ShortQueryFlood,
-LongContextSummarisation, LoRAMix, TraceReplay, Conversation, SharedPrefix, each from
-the same `--workload` file,
-sized down from the shipped defaults to stay quick on a busy machine). The embedded
+One `zerohop run` per API runs every workload kind together (ShortQueryFlood,
+LongContextSummarisation, LoRAMix, TraceReplay, Conversation, SharedPrefix, and Agent
+where the API takes tools), each from the same `--workload` file, sized down from the
+shipped defaults to stay quick on a busy machine. The embedded
 target has a /tokenize endpoint, so prompts are sized by it: the test also holds the
 prompt-size promise there (≥ 99 % of requests within ±1 token of the asked size)."""
 
@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from zerohop.core.apis import APIS
 from zerohop.workloads.kinds import KIND_CLASS_NAMES
 
 pytestmark = pytest.mark.integration
@@ -66,12 +67,25 @@ workloads:
     ignore_eos: true
     load: {kind: closed, users: 1, think_time_s: 0.2}
 """
+AGENT = """
+  - kind: agent
+    name: loops
+    tools:
+      - {type: function, function: {name: search, parameters: {type: object,
+         properties: {query: {type: string}}}}}
+    input_tokens: 32
+    max_tokens: 16
+    max_steps: 3
+    tool_latency_ms: 10
+    tool_result_tokens: 16
+    load: {kind: closed, users: 1}
+"""
 
 
 @pytest.mark.parametrize("api", ["openai-chat", "openai-completions", "anthropic"])
 def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> None:
     workloads = tmp_path / "matrix.yaml"
-    workloads.write_text(WORKLOADS)
+    workloads.write_text(WORKLOADS + (AGENT if APIS[api].tools else ""))
     res = subprocess.run(
         [sys.executable, "-m", "zerohop", "run", "--api", api, "--workload", str(workloads),
          "--duration", "6s", "--telemetry", "none", "--microbench", "off",
@@ -84,14 +98,15 @@ def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> N
     assert (run / "report.html").is_file()
     frame = pd.read_parquet(run / "requests.parquet")
     assert set(frame["api"]) == {api}
-    assert set(frame["workload"]) == {"queries", "documents", "adapters", "trace", "chat",
-                                      "prefixes"}
-    assert len(KIND_CLASS_NAMES) == 6  # one workload per kind, every kind
+    kinds = {"queries", "documents", "adapters", "trace", "chat", "prefixes"}
+    assert set(frame["workload"]) == kinds | ({"loops"} if APIS[api].tools else set())
+    assert len(KIND_CLASS_NAMES) == 7  # one workload per kind, every kind
     failed = frame[frame["outcome"] != "ok"]
     assert failed.empty, failed[["workload", "outcome", "error_message"]].head(5).to_dict(
         "records")
     assert set(frame["prompt_token_source"]) == {"tokenize"}
     # a chat request is never smaller than its template (7 tokens here) and one word
-    sized = frame[frame["target_input_tokens"] >= 16]
+    # (an agent's tools come on top of its prompt, as the server renders them)
+    sized = frame[(frame["target_input_tokens"] >= 16) & (frame["workload"] != "loops")]
     off = (sized["input_tokens"] - sized["target_input_tokens"]).abs()
     assert len(sized) > 0 and (off <= 1).mean() >= 0.99, off.describe()

@@ -18,13 +18,13 @@ from zerohop.storage.run_reader import load_run
 from zerohop.testing.vllm_cpu import VllmServer
 
 WORKLOAD = Path(__file__).with_name("conversation.yaml")
-LENGTH_BIN_TOKENS = 256  # first and later turns are compared within bins of this width
 
 
 def test_conversation_hits_vllm_prefix_cache(vllm_server: VllmServer, tmp_path: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "zerohop", "run", "--host", vllm_server.url, "--model", "tiny",
-         "--workload", str(WORKLOAD), "--duration", "30s", "--telemetry", "prom",
+         "--workload", str(WORKLOAD), "--duration", "30s", "--users", "1",
+         "--telemetry", "prom",
          "--results-dir", str(tmp_path), "--name", "conv"],
         capture_output=True, text=True, timeout=300,
     )
@@ -40,11 +40,11 @@ def test_conversation_hits_vllm_prefix_cache(vllm_server: VllmServer, tmp_path: 
     assert (later.cached_tokens > 0).mean() > 0.9, later.cached_tokens.describe()
     assert (later.cached_tokens < later.input_tokens).all()
 
-    ratios = same_length_ttft_ratios(first, later)
-    print(f"later/first turn TTFT p50 per {LENGTH_BIN_TOKENS}-token bin: "
-          f"{[round(r, 2) for r in ratios]}")
-    assert len(ratios) >= 2, "first and later turns share too few prompt lengths"
-    assert float(np.median(ratios)) < 1.0, ratios
+    ratios = ttft_over_same_length_first_turn(first, later)
+    print(f"later turns' TTFT over a first turn's of the same length: median "
+          f"{np.median(ratios):.2f} ({len(ratios)} later turns)")
+    assert len(ratios) >= 10, "first and later turns share too few prompt lengths"
+    assert float(np.median(ratios)) < 0.9, sorted(ratios)
 
     cache = analyse_run(load_run(run_dir)).sessions.cache  # type: ignore[union-attr]
     assert cache is not None
@@ -55,14 +55,13 @@ def test_conversation_hits_vllm_prefix_cache(vllm_server: VllmServer, tmp_path: 
         cache.hit_rate, cache.server_hit_rate)
 
 
-def same_length_ttft_ratios(first: pd.DataFrame, later: pd.DataFrame) -> list[float]:
-    """Later turns' median TTFT over first turns' of the same prompt length, one ratio per
-    length bin that holds at least three of each."""
-    ratios = []
-    first_bins = first.input_tokens // LENGTH_BIN_TOKENS
-    later_bins = later.input_tokens // LENGTH_BIN_TOKENS
-    for b in sorted(set(first_bins) & set(later_bins)):
-        a, c = first.ttft_ms[first_bins == b], later.ttft_ms[later_bins == b]
-        if len(a) >= 3 and len(c) >= 3:
-            ratios.append(float(c.median() / a.median()))
-    return ratios
+def ttft_over_same_length_first_turn(first: pd.DataFrame, later: pd.DataFrame) -> np.ndarray:
+    """Each later turn's TTFT over what a first turn of its prompt length takes: a
+    least-squares line through the first turns' TTFT against input tokens, read at the
+    later turn's length (only lengths the first turns cover)."""
+    slope, intercept = np.polyfit(first.input_tokens.to_numpy(float),
+                                  first.ttft_ms.to_numpy(float), 1)
+    lo, hi = first.input_tokens.min(), first.input_tokens.max()
+    inside = later[(later.input_tokens >= lo) & (later.input_tokens <= hi)]
+    expected = intercept + slope * inside.input_tokens.to_numpy(float)
+    return inside.ttft_ms.to_numpy(float) / expected

@@ -8,9 +8,10 @@ Why build instead of download: nothing can be fetched from a model hub here, and
 (if meaningless) model is enough to exercise a real continuous-batching engine: its
 queue, KV cache, prefill/decode split, streaming and multi-LoRA.
 
-What comes out (deterministic for a given --seed):
-- a byte-level BPE tokenizer (~512 tokens) trained on text generated below, with
-  <s>/</s> and a simple chat template;
+What comes out (deterministic for a given --seed and --vocab-size):
+- a byte-level BPE tokenizer (512 tokens, or --vocab-size: a few hundred is enough for
+  a second tokenizer that counts the same text differently) trained on text generated
+  below, with <s>/</s> and a simple chat template;
 - a 2-layer Llama (hidden 128, 2 heads, 1 KV head -> head_dim 64; vLLM's CPU attention
   rejects head_dim 16), bfloat16, safetensors;
 - LoRA adapters adapters/a0..a3 (r=8 on q_proj/v_proj, non-zero lora_B so each one
@@ -47,6 +48,7 @@ ADAPTER_NAMES = ("a0", "a1", "a2", "a3")
 BUILD_INFO_NAME = "build_info.json"
 
 VOCAB_SIZE = 512
+MIN_VOCAB_SIZE = 300
 HIDDEN_SIZE = 128
 NUM_HEADS = 2
 NUM_KV_HEADS = 1
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     out_dir: Path = args.out_dir.resolve()
-    spec = build_spec(args.seed)
+    spec = build_spec(args.seed, args.vocab_size)
     if is_complete(out_dir, spec):
         print(f"tiny model already built at {out_dir}")
         return 0
@@ -96,12 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def build_spec(seed: int) -> dict[str, Any]:
+def build_spec(seed: int, vocab_size: int = VOCAB_SIZE) -> dict[str, Any]:
     """Everything that determines the output; a change forces a rebuild."""
     return {
         "builder_version": BUILDER_VERSION,
         "seed": seed,
-        "vocab_size": VOCAB_SIZE,
+        "vocab_size": vocab_size,
         "hidden_size": HIDDEN_SIZE,
         "num_attention_heads": NUM_HEADS,
         "num_key_value_heads": NUM_KV_HEADS,
@@ -128,10 +130,11 @@ def build(out_dir: Path, spec: dict[str, Any]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     staging.chmod(0o755)
     try:
-        seed = int(spec["seed"])
-        tokenizer = build_tokenizer(seed)
+        seed, vocab_size = int(spec["seed"]), int(spec["vocab_size"])
+        tokenizer = build_tokenizer(seed, vocab_size)
         tokenizer.save_pretrained(staging)
-        build_base_model(tokenizer, seed).save_pretrained(staging, safe_serialization=True)
+        build_base_model(tokenizer, seed, vocab_size).save_pretrained(
+            staging, safe_serialization=True)
         for index, name in enumerate(ADAPTER_NAMES):
             build_adapter(staging, staging / "adapters" / name, seed=seed + 1 + index)
         info = {"spec": spec, "tokenizer_size": len(tokenizer)}
@@ -144,7 +147,7 @@ def build(out_dir: Path, spec: dict[str, Any]) -> None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def build_tokenizer(seed: int) -> Any:
+def build_tokenizer(seed: int, vocab_size: int = VOCAB_SIZE) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -153,7 +156,7 @@ def build_tokenizer(seed: int) -> Any:
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
+        vocab_size=vocab_size,
         special_tokens=specials,
         # All 256 bytes stay encodable, so any prompt text tokenizes without loss.
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
@@ -211,13 +214,13 @@ def _code_line(rng: random.Random, words: list[str]) -> str:
     return rng.choice(templates)
 
 
-def build_base_model(tokenizer: Any, seed: int) -> Any:
+def build_base_model(tokenizer: Any, seed: int, vocab_size: int = VOCAB_SIZE) -> Any:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=VOCAB_SIZE,
+        vocab_size=vocab_size,
         hidden_size=HIDDEN_SIZE,
         intermediate_size=INTERMEDIATE_SIZE,
         num_hidden_layers=NUM_LAYERS,
@@ -236,19 +239,19 @@ def build_base_model(tokenizer: Any, seed: int) -> Any:
         model.model.embed_tokens.weight[:, BIAS_CHANNEL] = BIAS_EMBEDDING_VALUE
         lm_head = model.lm_head.weight
         lm_head[:, BIAS_CHANNEL] = 0.0
-        for token_id in unsampleable_token_ids(tokenizer):
+        for token_id in unsampleable_token_ids(tokenizer, vocab_size):
             lm_head[token_id, BIAS_CHANNEL] = BANNED_TOKEN_WEIGHT
     return model.to(torch.bfloat16)
 
 
-def unsampleable_token_ids(tokenizer: Any) -> list[int]:
+def unsampleable_token_ids(tokenizer: Any, vocab_size: int = VOCAB_SIZE) -> list[int]:
     """Ids whose text is empty, a control byte or partial UTF-8; ids past the tokenizer."""
     banned = set(tokenizer.all_special_ids)
     for token_id in range(len(tokenizer)):
         text = tokenizer.decode([token_id], skip_special_tokens=True)
         if not text or not all(_is_plain_ascii(char) for char in text):
             banned.add(token_id)
-    banned.update(range(len(tokenizer), VOCAB_SIZE))
+    banned.update(range(len(tokenizer), vocab_size))
     return sorted(banned)
 
 
@@ -286,7 +289,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path, help="folder to write the model into")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
-    return parser.parse_args(argv)
+    parser.add_argument("--vocab-size", type=int, default=VOCAB_SIZE,
+                        help=f"tokens in the tokenizer and the model's vocabulary (at least "
+                             f"{MIN_VOCAB_SIZE}: the 256 bytes, the special tokens and a few "
+                             f"merges)")
+    args = parser.parse_args(argv)
+    if args.vocab_size < MIN_VOCAB_SIZE:
+        parser.error(f"--vocab-size must be >= {MIN_VOCAB_SIZE}")
+    return args
 
 
 # Plain words written for this builder: common English, serving and benchmark terms.

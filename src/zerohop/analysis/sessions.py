@@ -1,7 +1,9 @@
 """What conversations, prefix caches, reasoning and tool calls did to a run: the cache
 hit rate (from the responses' usage and from the server's own counters, on one time
 axis), TTFT against the share of the prompt that was cached, TTFT and TPOT per turn,
-per-session totals, the reasoning/answer split and the tool-call steps.
+per-session totals, the reasoning/answer split, and agent loops: TTFT and E2E per step,
+steps per loop, and how the loops ended (an answer, the step cap, or neither: a failed
+call or the end of the run).
 
 Each part is None when the run has nothing for it (no cached counts, no turns, ...),
 so a plain run's report shows none of it. Pure: reads a run's tables only.
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from zerohop.analysis.timeseries import Timeline, request_start_ts
+from zerohop.core.records import AGENT_ANSWERED, AGENT_CAPPED
 
 # Buckets of the cached share of a prompt, for TTFT against it.
 CACHED_SHARE_EDGES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -78,11 +81,27 @@ class ReasoningSummary:
 
 
 @dataclass(frozen=True)
-class ToolStep:
-    step: int
-    requests: int
+class AgentStep:
+    step: int  # 1 for a loop's first model call
+    requests: int  # ok calls at this step
     with_tool_calls: int
+    ttft_p50_ms: float
+    ttft_p99_ms: float
     e2e_p50_ms: float
+    e2e_p99_ms: float
+
+
+@dataclass(frozen=True)
+class AgentLoops:
+    loops: int
+    steps_mean: float  # model calls per loop
+    steps_p50: float
+    steps_max: int
+    answered: int  # ended with an answer (no tool call)
+    capped: int  # ended at the step cap, still calling a tool
+    other: int  # ended by a failed call or the end of the run
+    loop_time_p50_s: float  # first send → last end of the loop
+    loop_time_p99_s: float
 
 
 @dataclass(frozen=True)
@@ -92,7 +111,8 @@ class SessionAnalysis:
     sessions: SessionTotals | None
     reasoning: ReasoningSummary | None
     tool_calls: int
-    tool_steps: list[ToolStep]
+    agent_steps: list[AgentStep]
+    agent_loops: AgentLoops | None = None
 
 
 def summarise_sessions(
@@ -105,11 +125,12 @@ def summarise_sessions(
         sessions=_sessions(requests),
         reasoning=_reasoning(ok),
         tool_calls=int(np.nansum(ok["tool_calls"].to_numpy(dtype=float))),
-        tool_steps=_tool_steps(ok),
+        agent_steps=_agent_steps(ok),
+        agent_loops=_agent_loops(requests),
     )
     empty = (analysis.cache is None and not analysis.turns and analysis.sessions is None
              and analysis.reasoning is None and not analysis.tool_calls
-             and not analysis.tool_steps)
+             and not analysis.agent_steps and analysis.agent_loops is None)
     return None if empty else analysis
 
 
@@ -180,23 +201,30 @@ def _turns(ok: pd.DataFrame) -> list[TurnRow]:
     return rows
 
 
-def _sessions(requests: pd.DataFrame) -> SessionTotals | None:
-    with_session = requests[requests["session_id"].notna().to_numpy()]
-    if with_session.empty:
-        return None
+def _per_session(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per session: its requests, first start, last end and tokens."""
     frame = pd.DataFrame({
-        "session": with_session["session_id"].astype(str).to_numpy(),
-        "start": request_start_ts(with_session),
-        "end": with_session["end_ts"].to_numpy(dtype=float),
-        "tokens": np.nan_to_num(with_session["input_tokens"].to_numpy(dtype=float))
-        + np.nan_to_num(with_session["output_tokens"].to_numpy(dtype=float)),
+        "session": rows["session_id"].astype(str).to_numpy(),
+        "start": request_start_ts(rows),
+        "end": rows["end_ts"].to_numpy(dtype=float),
+        "tokens": np.nan_to_num(rows["input_tokens"].to_numpy(dtype=float))
+        + np.nan_to_num(rows["output_tokens"].to_numpy(dtype=float)),
     })
     grouped = frame.groupby("session", sort=False)
-    per = pd.DataFrame({"turns": grouped.size(), "start": grouped["start"].min(),
-                        "end": grouped["end"].max(), "tokens": grouped["tokens"].sum()})
+    return pd.DataFrame({"requests": grouped.size(), "start": grouped["start"].min(),
+                         "end": grouped["end"].max(), "tokens": grouped["tokens"].sum()})
+
+
+def _sessions(requests: pd.DataFrame) -> SessionTotals | None:
+    """Conversations (an agent loop's calls have their own summary)."""
+    with_session = requests[(requests["session_id"].notna()
+                             & requests["agent_step"].isna()).to_numpy()]
+    if with_session.empty:
+        return None
+    per = _per_session(with_session)
     span = (per["end"] - per["start"]).to_numpy(dtype=float)
-    return SessionTotals(len(per), float(per["turns"].mean()), _pct(span, 50), _pct(span, 99),
-                         float(per["tokens"].mean()))
+    return SessionTotals(len(per), float(per["requests"].mean()), _pct(span, 50),
+                         _pct(span, 99), float(per["tokens"].mean()))
 
 
 def _reasoning(ok: pd.DataFrame) -> ReasoningSummary | None:
@@ -212,12 +240,35 @@ def _reasoning(ok: pd.DataFrame) -> ReasoningSummary | None:
                             int(output.sum()))
 
 
-def _tool_steps(ok: pd.DataFrame) -> list[ToolStep]:
+def _agent_steps(ok: pd.DataFrame) -> list[AgentStep]:
     step = ok["agent_step"].to_numpy(dtype=float)
     calls = np.nan_to_num(ok["tool_calls"].to_numpy(dtype=float))
+    ttft = ok["ttft_ms"].to_numpy(dtype=float)
     e2e = ok["e2e_ms"].to_numpy(dtype=float)
-    return [
-        ToolStep(int(k), int((step == k).sum()), int(((step == k) & (calls > 0)).sum()),
-                 _pct(e2e[step == k], 50))
-        for k in np.unique(step[np.isfinite(step)]).astype(int)
-    ]
+    rows = []
+    for k in np.unique(step[np.isfinite(step)]).astype(int):
+        sel = step == k
+        rows.append(AgentStep(int(k), int(sel.sum()), int((sel & (calls > 0)).sum()),
+                              _pct(ttft[sel], 50), _pct(ttft[sel], 99),
+                              _pct(e2e[sel], 50), _pct(e2e[sel], 99)))
+    return rows
+
+
+def _agent_loops(requests: pd.DataFrame) -> AgentLoops | None:
+    """Every agent loop (its calls of any outcome): how many steps it ran and how it
+    ended, by the `agent_end` of its last call."""
+    rows = requests[(requests["session_id"].notna() & requests["agent_step"].notna()
+                     ).to_numpy()]
+    if rows.empty:
+        return None
+    per = _per_session(rows)
+    sessions = rows["session_id"].astype(str)
+    steps = rows["agent_step"].astype(float).groupby(sessions.to_numpy(), sort=False).max()
+    ends = rows["agent_end"].astype(object).to_numpy()
+    answered = set(sessions[ends == AGENT_ANSWERED])
+    capped = set(sessions[ends == AGENT_CAPPED]) - answered
+    span = (per["end"] - per["start"]).to_numpy(dtype=float)
+    counts = steps.to_numpy(dtype=float)
+    return AgentLoops(len(per), _mean(counts), _pct(counts, 50), int(np.nanmax(counts)),
+                      len(answered), len(capped), len(per) - len(answered) - len(capped),
+                      _pct(span, 50), _pct(span, 99))

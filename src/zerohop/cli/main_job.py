@@ -23,8 +23,9 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.layer.routing import ROUTES
 from zerohop.runner.compare_layer import MODES as COMPARE_MODES
 from zerohop.runner.compare_layer import LayerSetup, run_compare_layer
-from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration
+from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration, users_for
 from zerohop.runner.run_once import run_once
+from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
 
 
 @click.command("run")
@@ -35,7 +36,10 @@ from zerohop.runner.run_once import run_once
               help="Workload YAML file (repeatable). Default: all four shipped workloads.")
 @click.option("--only", "classes", multiple=True, type=click.Choice(CLASS_NAMES),
               help="Run only these workload classes (repeatable).")
-@click.option("--users", type=int, default=None, help="Concurrent Locust users (closed loop).")
+@click.option("--users", type=int, default=None,
+              help="Concurrent Locust users, spread over the workloads by weight: overrides "
+                   "the files' closed-loop `users`. Default: each closed workload runs its "
+                   "file's `users`.")
 @click.option("--rate", type=float, default=None,
               help="Total open-loop arrival rate, req/s (Poisson) instead of the files' load.")
 @click.option("--duration", default="30s", show_default=True, help="Run time: 30s, 2m, 1h.")
@@ -48,6 +52,8 @@ from zerohop.runner.run_once import run_once
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
               show_default=True)
 @click.option("--model", default="", help="Model to request (default: the target's first).")
+@click.option("--tokenizer", type=click.Path(path_type=Path), default=None,
+              help=TOKENIZER_HELP)
 @click.option("--seed", type=int, default=1234, show_default=True)
 @click.option("--sim-args", default="", help="Extra arguments for the embedded target.")
 @click.option("--no-report", is_flag=True, help="Skip building report.html.")
@@ -95,7 +101,9 @@ def run_command(**kw: Any) -> None:
 def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     from zerohop.loadgen.options import parse_slo
     from zerohop.shipped import ShippedFilesError, loadtests_dir, workloads_dir
+    from zerohop.workloads.agent_spec import tools_refusal
     from zerohop.workloads.inputs import check_inputs, load_workloads
+    from zerohop.workloads.local_tokenizer import load_local_tokenizer
 
     try:  # an incomplete install says so in one line, before anything starts
         loadtests_dir(), workloads_dir()
@@ -108,6 +116,9 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         specs = load_workloads([str(p) for p in workloads])
         for spec in specs:
             check_inputs(spec)
+            refusal = tools_refusal(spec, kw["api"])
+            if refusal is not None:
+                raise ValueError(refusal)
         if kw["users"] is not None and kw["users"] <= 0:
             raise ValueError("--users must be > 0")
         if kw["rate"] is not None and kw["rate"] <= 0:
@@ -121,16 +132,21 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         if kw["host"] and not re.match(r"^https?://[^/\s]+", kw["host"]):
             raise ValueError(f"--host: {kw['host']!r} is not an http:// URL")
         _check_telemetry(kw["telemetry"])
+        if kw["tokenizer"] is not None:
+            load_local_tokenizer(kw["tokenizer"])
     except ValueError as exc:  # WorkloadError is a ValueError
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    classes = list(kw["classes"]) or classes_for(specs)
+    # no --users: the files set the load (a layer comparison prices one user's hop)
+    from_files = kw["users"] is None and not kw["compare_layer"]
     return RunPlan(
-        host=kw["host"], api=kw["api"], workloads=workloads,
-        classes=list(kw["classes"]) or classes_for(specs),
-        users=kw["users"] or (1 if kw["compare_layer"] else 8), rate=kw["rate"],
+        host=kw["host"], api=kw["api"], workloads=workloads, classes=classes,
+        users=kw["users"] or (users_for(specs, classes) if from_files else 1),
+        users_from_files=from_files, rate=kw["rate"],
         duration_s=duration, telemetry=kw["telemetry"],
         slo=slo, name=kw["name"], workers=kw["workers"], results_dir=kw["results_dir"],
         seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
-        report=not kw["no_report"], microbench=kw["microbench"],
+        report=not kw["no_report"], microbench=kw["microbench"], tokenizer=kw["tokenizer"],
     )
 
 

@@ -69,7 +69,7 @@ def _plan_and_bounds(kw: dict[str, Any]) -> tuple[RunPlan, Bounds]:
         "telemetry": "loadgen", "slo": "", "name": "selfcheck", "workers": kw["workers"],
         "results_dir": kw["results_dir"], "model": "", "seed": kw["seed"],
         "sim_args": kw["sim_args"], "no_report": True, "microbench": "off",
-        "compare_layer": False,
+        "compare_layer": False, "tokenizer": None,
     })
     if plan.duration_s < MIN_DURATION_S:
         raise RunError(f"--duration: a self-check needs at least {MIN_DURATION_S:g}s",

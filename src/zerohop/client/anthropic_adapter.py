@@ -5,10 +5,13 @@ the stream decoder merges the two, so its last `Usage` holds both. Extended thin
 arrives as a `thinking` block (`thinking_delta`, then a `signature_delta` that holds no
 generated text); a tool call as a `tool_use` block whose `input_json_delta` fragments are
 its generated arguments. Anthropic's usage does not split out the thinking tokens.
+Tools and a tool-calling history arrive in the chat API's shape and are converted
+(`tool_messages`).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -23,9 +26,15 @@ from zerohop.client.protocols import (
     StreamItem,
     Terminator,
     ToolCall,
+    ToolCallPart,
     Usage,
 )
 from zerohop.client.sse import SSEEvent
+from zerohop.client.tool_messages import (
+    anthropic_messages,
+    anthropic_tool_choice,
+    anthropic_tools,
+)
 from zerohop.client.wire_format import (
     UsageMergingDecoder,
     base_headers,
@@ -59,7 +68,7 @@ class AnthropicMessagesAdapter:
     ) -> HttpRequest:
         if req.messages is None and req.prompt is None:
             raise ValueError(f"prompt: {self.name} needs prompt or messages, not token ids")
-        messages = chat_messages(req)
+        messages = anthropic_messages(chat_messages(req))
         # Anthropic takes the system prompt as a field, not as a message
         system_parts = [req.system] if req.system is not None else []
         system_parts += [m.get("content", "") for m in messages if m.get("role") == "system"]
@@ -72,6 +81,10 @@ class AnthropicMessagesAdapter:
         if system_parts:
             body["system"] = "\n\n".join(system_parts)
         body["temperature"] = req.temperature
+        if req.tools:
+            body["tools"] = anthropic_tools(req.tools)
+        if req.tool_choice is not None:
+            body["tool_choice"] = anthropic_tool_choice(req.tool_choice)
         if req.stop:
             body["stop_sequences"] = list(req.stop)
         body["stream"] = stream
@@ -82,9 +95,9 @@ class AnthropicMessagesAdapter:
             headers["x-api-key"] = api_key
         return HttpRequest("POST", self.path, headers, encode_json(body))
 
-    def new_stream_decoder(self) -> StreamDecoder:
+    def new_stream_decoder(self, *, tool_call_parts: bool = False) -> StreamDecoder:
         # input tokens come in message_start, output tokens in message_delta
-        return UsageMergingDecoder(_decode_event)
+        return UsageMergingDecoder(partial(_decode_event, parts=tool_call_parts))
 
     def decode_event(self, event: SSEEvent) -> list[StreamItem]:
         return _decode_event(event)
@@ -117,7 +130,10 @@ class AnthropicMessagesAdapter:
         return DecodedResponse("".join(parts), usage_counts, tool_calls)
 
 
-def _decode_event(event: SSEEvent) -> list[StreamItem]:
+def _decode_event(event: SSEEvent, *, parts: bool = False) -> list[StreamItem]:
+    """One event's items; with `parts`, also the `ToolCallPart`s of a tool_use block
+    (its id and name when it starts, each argument fragment) and the mark on its
+    argument content."""
     obj = parse_object(event.data)
     kind = obj.get("type", event.event)
     if kind == "content_block_delta":
@@ -129,11 +145,22 @@ def _decode_event(event: SSEEvent) -> list[StreamItem]:
         if key is None:
             return []  # e.g. signature_delta: no generated tokens
         text = optional_str(delta, key, "anthropic")
-        return [ContentDelta(text, reasoning=delta_type == "thinking_delta")] if text else []
+        if not text:
+            return []
+        if delta_type != "input_json_delta" or not parts:
+            return [ContentDelta(text, reasoning=delta_type == "thinking_delta")]
+        return [ContentDelta(text, tool_arguments=True),
+                ToolCallPart(str(obj.get("index")), arguments=text)]
     if kind == "content_block_start":
         block = obj.get("content_block")
         if isinstance(block, dict) and block.get("type") == "tool_use":
-            return [ToolCall(str(obj.get("index")))]
+            opened: list[StreamItem] = [ToolCall(str(obj.get("index")))]
+            if parts:
+                call_id, name = block.get("id"), block.get("name")
+                opened.append(ToolCallPart(str(obj.get("index")),
+                                           call_id if isinstance(call_id, str) else None,
+                                           name if isinstance(name, str) else None))
+            return opened
         return []
     if kind == "message_start":
         message = obj.get("message")

@@ -45,15 +45,26 @@ def generation_for(planned: Any, api: str, model: str) -> GenerationRequest:
             f"workload '{planned.workload}': {api} takes text, not token ids "
             f"(use prompt_format: text, or --api {_token_id_apis()})"
         )
+    tools = getattr(planned, "tools", None)
+    if tools and not spec.tools:
+        raise UnfitRequest(f"workload '{planned.workload}': {api} has no tools "
+                           f"(use --api {_tool_apis()})")
     if spec.chat_messages:
         messages = getattr(planned, "messages", None) or [
             {"role": "user", "content": planned.prompt}]
+        if tools:
+            common["tools"] = [dict(tool) for tool in tools]
+            common["tool_choice"] = getattr(planned, "tool_choice", None)
         return GenerationRequest(messages=messages, **common)
     return GenerationRequest(prompt=planned.prompt, **common)
 
 
 def _token_id_apis() -> str:
     return " or ".join(spec.name for spec in APIS.values() if spec.takes_token_ids)
+
+
+def _tool_apis() -> str:
+    return " or ".join(spec.name for spec in APIS.values() if spec.tools)
 
 
 def to_request_spec(planned: Any, api: str, default_model: str, *,
@@ -68,5 +79,7 @@ def to_request_spec(planned: Any, api: str, default_model: str, *,
         scheduled_perf_ns=scheduled_perf_ns,
         session_id=getattr(planned, "session_id", None),
         turn=getattr(planned, "turn", None),
+        agent_step=getattr(planned, "agent_step", None),
+        agent_max_steps=getattr(planned, "agent_max_steps", None),
     )
 

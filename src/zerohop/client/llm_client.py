@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from zerohop.client.http_stream import END_RESET, RawExchange, Reactor, Timeouts, stream_request
 from zerohop.client.measure import build_record, content_detector
-from zerohop.client.protocols import ApiAdapter, GenerationRequest, HttpRequest
+from zerohop.client.protocols import ApiAdapter, GenerationRequest, HttpRequest, StreamedToolCall
 from zerohop.core import records as rec
 from zerohop.core.records import ClockAnchor, RequestRecord
 
@@ -57,6 +57,12 @@ class RequestSpec:
     # a list: each attempt's answer text (thinking left out) replaces what it holds,
     # so a conversation can send the answer back as history
     answer: list[str] | None = None
+    # an agent loop's model call: its step (1, 2, ...) and the loop's cap, for the record
+    # (`agent_step`, and `agent_end` on the loop's last call); and a list that each
+    # attempt's tool calls (id, name, arguments as streamed) replace, to send back
+    agent_step: int | None = None
+    agent_max_steps: int | None = None
+    tool_calls: list[StreamedToolCall] | None = None
     # an interleaved comparison's arm (`client.arms`): which of the client's base URLs
     # the request goes to; None: its one base URL
     arm: str | None = None
@@ -127,18 +133,27 @@ class LLMClient:
             attempt=spec.attempt,
             session_id=spec.session_id,
             turn=spec.turn,
+            agent_step=spec.agent_step,
             arm=spec.arm,
         )
         if spec.answer is not None:
             spec.answer.clear()
+        if spec.tool_calls is not None:
+            spec.tool_calls.clear()
         http_request = self.adapter.build_request(
             spec.generation, api_key=self._api_key, request_id=rid, stream=True
         )
         exchange = self._exchange(http_request, self.url_of(spec.arm))
-        return build_record(
+        build_record(
             record, exchange, self.adapter, self.anchor,
             scheduled_perf_ns=spec.scheduled_perf_ns, pause=self._pause, answer=spec.answer,
+            tool_calls=spec.tool_calls,
         )
+        if spec.agent_step is not None and spec.agent_max_steps is not None:
+            record.agent_end = rec.agent_loop_end(
+                ok=record.outcome == rec.OK, tool_calls=record.tool_calls or 0,
+                step=spec.agent_step, max_steps=spec.agent_max_steps)
+        return record
 
     def url_of(self, arm: str | None) -> str:
         """The base URL of `arm` (None: the client's own); an arm without one is a bug
@@ -184,7 +199,7 @@ def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: Clock
         target_input_tokens=spec.target_input_tokens, max_tokens=spec.generation.max_tokens,
         logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
         prompt_token_source=spec.prompt_token_source, session_id=spec.session_id, turn=spec.turn,
-        arm=spec.arm,
+        agent_step=spec.agent_step, arm=spec.arm,
     )
     if sent_perf_ns is not None:
         record.sent_ts = anchor.wall_s(sent_perf_ns)

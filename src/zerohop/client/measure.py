@@ -30,9 +30,11 @@ from zerohop.client.protocols import (
     ApiAdapter,
     ContentDelta,
     ProtocolError,
+    StreamedToolCall,
     StreamError,
     Terminator,
     ToolCall,
+    ToolCallPart,
     Usage,
 )
 from zerohop.client.sse import SSEParser
@@ -40,6 +42,15 @@ from zerohop.core import records as rec
 from zerohop.core.records import ClockAnchor, RequestRecord
 
 NS_PER_MS = 1e6
+
+
+@dataclass
+class _CallParts:
+    """What a tool call's parts said: the first id and name, every argument fragment."""
+
+    call_id: str | None = None
+    name: str | None = None
+    fragments: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -52,6 +63,7 @@ class _Decoded:
     protocol_error: str | None
     content_reasoning: list[bool] = field(default_factory=list)  # per content event
     tool_calls: set[str] = field(default_factory=set)  # ToolCall keys seen
+    call_parts: dict[str, _CallParts] = field(default_factory=dict)  # by key, in order
 
 
 def content_detector(adapter: ApiAdapter) -> Callable[[bytes], bool]:
@@ -81,12 +93,16 @@ def build_record(
     scheduled_perf_ns: int | None = None,
     pause: Callable[[], None] | None = None,
     answer: list[str] | None = None,
+    tool_calls: list[StreamedToolCall] | None = None,
 ) -> RequestRecord:
     """Fill `record` (identity fields already set) from what the wire delivered.
 
     `pause`, when given, is called between reads while decoding, so a cooperative caller
     (a gevent client timing other streams) can hand the CPU back: decoding must never
-    delay the timestamps of reads that are arriving meanwhile."""
+    delay the timestamps of reads that are arriving meanwhile. `answer` receives the
+    answer's text (thinking and tool-call arguments left out), `tool_calls` each tool
+    call the response made (its id, name and argument text as streamed), for a client
+    that sends them back as history; neither changes the record."""
     ex = exchange
     record.sent_ts = anchor.wall_s(ex.sent_ns)
     record.end_ts = anchor.wall_s(ex.end_ns)
@@ -108,7 +124,9 @@ def build_record(
         record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
         return record
 
-    decoded = _decode(ex, adapter, pause, answer)
+    decoded = _decode(ex, adapter, pause, answer, collect_calls=tool_calls is not None)
+    if tool_calls is not None:
+        tool_calls.extend(_streamed_calls(decoded))
     _fill_timings(record, ex, decoded, anchor, scheduled_perf_ns)
     _fill_tokens(record, decoded)
     record.outcome = _outcome(ex, decoded, record)
@@ -152,11 +170,13 @@ def server_timing_ms(value: str | None, name: str) -> float | None:
 
 
 def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | None,
-            answer: list[str] | None = None) -> _Decoded:
+            answer: list[str] | None = None, *, collect_calls: bool = False) -> _Decoded:
     """The stream's items; the answer's text (thinking left out) goes into `answer`
-    when it is a list (a conversation sends it back as history)."""
+    when it is a list (a conversation sends it back as history); with `collect_calls`
+    the tool calls' parts are kept too (an agent loop sends the calls back)."""
     parser = SSEParser()
-    decoder = adapter.new_stream_decoder()
+    decoder = (adapter.new_stream_decoder(tool_call_parts=True) if collect_calls
+               else adapter.new_stream_decoder())
     out = _Decoded([], [], None, False, None, None)
     for ts, payload in ex.reads:
         if pause is not None:
@@ -169,10 +189,12 @@ def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | No
                         out.content_ns.append(ts)
                         out.content_tokens.append(item.tokens)
                         out.content_reasoning.append(item.reasoning)
-                        if answer is not None and not item.reasoning:
+                        if answer is not None and not (item.reasoning or item.tool_arguments):
                             answer.append(item.text)
                     elif isinstance(item, ToolCall):
                         out.tool_calls.add(item.key)
+                    elif isinstance(item, ToolCallPart):
+                        _add_part(out.call_parts, item)
                     elif isinstance(item, Usage):
                         out.usage = item
                     elif isinstance(item, StreamError):
@@ -183,6 +205,20 @@ def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | No
             out.protocol_error = f"{type(exc).__name__}: {exc}"
             break
     return out
+
+
+def _add_part(calls: dict[str, _CallParts], part: ToolCallPart) -> None:
+    call = calls.setdefault(part.key, _CallParts())
+    call.call_id = call.call_id if call.call_id is not None else part.call_id
+    call.name = call.name if call.name is not None else part.name
+    if part.arguments:
+        call.fragments.append(part.arguments)
+
+
+def _streamed_calls(d: _Decoded) -> list[StreamedToolCall]:
+    """The calls the response opened (its `ToolCall`s), each as its parts put together."""
+    return [StreamedToolCall(call.call_id, call.name, "".join(call.fragments))
+            for key, call in d.call_parts.items() if key in d.tool_calls]
 
 
 def _fill_timings(

@@ -12,6 +12,7 @@ from typing import Any
 from zerohop.client.openai_chunks import (
     logprob_count,
     reasoning_token_count,
+    tool_call_entries,
     tool_call_openings,
     tool_call_text,
 )
@@ -26,6 +27,7 @@ from zerohop.client.protocols import (
     StreamItem,
     Terminator,
     ToolCall,
+    ToolCallPart,
     Usage,
 )
 from zerohop.client.sse import SSEEvent
@@ -58,6 +60,10 @@ class _OpenAIBase:
         body["temperature"] = req.temperature
         if req.stop:
             body["stop"] = list(req.stop)
+        if req.tools:
+            body["tools"] = [dict(tool) for tool in req.tools]
+        if req.tool_choice is not None:
+            body["tool_choice"] = req.tool_choice
         body["stream"] = stream
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -69,10 +75,15 @@ class _OpenAIBase:
             headers["authorization"] = f"Bearer {api_key}"
         return HttpRequest("POST", self.path, headers, encode_json(body))
 
-    def new_stream_decoder(self) -> StreamDecoder:
+    def new_stream_decoder(self, *, tool_call_parts: bool = False) -> StreamDecoder:
+        if tool_call_parts:
+            return UsageMergingDecoder(lambda event: self._decode(event, parts=True))
         return UsageMergingDecoder(self.decode_event)
 
     def decode_event(self, event: SSEEvent) -> list[StreamItem]:
+        return self._decode(event, parts=False)
+
+    def _decode(self, event: SSEEvent, *, parts: bool) -> list[StreamItem]:
         data = event.data
         if not data.startswith("{") and data.strip() == "[DONE]":
             return [Terminator()]
@@ -92,7 +103,7 @@ class _OpenAIBase:
             for choice in choices:
                 if not isinstance(choice, dict):
                     raise ProtocolError(f"{self.name}: a choice is not an object")
-                self._choice_items(choice, items)
+                self._choice_items(choice, items, parts)
         if usage is not None:
             items.append(_openai_usage(usage))
         return items
@@ -123,7 +134,8 @@ class _OpenAIBase:
     def _prompt_fields(self, req: GenerationRequest) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem]) -> None:
+    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem], parts: bool
+                      ) -> None:
         raise NotImplementedError
 
     def _response_texts(self, choice: dict[str, Any]) -> list[str]:
@@ -144,7 +156,8 @@ class OpenAIChatAdapter(_OpenAIBase):
             messages.insert(0, {"role": "system", "content": req.system})
         return {"messages": messages}
 
-    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem]) -> None:
+    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem], parts: bool
+                      ) -> None:
         delta = choice.get("delta")
         if delta is None:
             return
@@ -168,7 +181,10 @@ class OpenAIChatAdapter(_OpenAIBase):
             tokens = None
         items.extend(ToolCall(key) for key in opened)
         if tool_text:
-            items.append(ContentDelta(tool_text, tokens))
+            items.append(ContentDelta(tool_text, tokens, tool_arguments=parts))
+        if parts:  # what an agent loop sends back: each call's id, name and arguments
+            items.extend(ToolCallPart(*entry) for entry in tool_call_entries(
+                choice.get("index"), delta))
 
     def _response_texts(self, choice: dict[str, Any]) -> list[str]:
         message = choice.get("message")
@@ -195,13 +211,16 @@ class OpenAICompletionsAdapter(_OpenAIBase):
     def _prompt_fields(self, req: GenerationRequest) -> dict[str, Any]:
         if req.messages is not None:
             raise ValueError(f"messages: {self.name} takes a prompt, not chat messages")
+        if req.tools:
+            raise ValueError(f"tools: {self.name} has no tools")
         if req.system is not None:
             raise ValueError(f"system: {self.name} has no system prompt; put it in prompt")
         if req.prompt_token_ids is not None:
             return {"prompt": list(req.prompt_token_ids)}
         return {"prompt": req.prompt}
 
-    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem]) -> None:
+    def _choice_items(self, choice: dict[str, Any], items: list[StreamItem], parts: bool
+                      ) -> None:
         text = optional_str(choice, "text", self.name)
         if text:
             tokens = logprob_count(choice, "tokens") if choice.get("logprobs") else None

@@ -47,21 +47,33 @@ def tool_call_openings(choice_index: object, delta: dict[str, Any]) -> list[str]
     """A key per tool call this delta opens (the entry naming its function): the
     choice's and the call's index, so a server repeating the name (TGI sends the id on
     every fragment) still counts one call. Shapes it cannot read open nothing."""
+    return [key for key, _id, name, _args in tool_call_entries(choice_index, delta) if name]
+
+
+def tool_call_entries(choice_index: object, delta: dict[str, Any]
+                      ) -> list[tuple[str, str | None, str | None, str]]:
+    """(key, id, function name, argument fragment) of each tool-call entry of a delta
+    that it can read: the key as `tool_call_openings` gives it, the id and name where
+    the entry says them (None otherwise), the fragment "" where it has none."""
     calls = delta.get("tool_calls")
     if not isinstance(calls, list):
         return []
-    keys: list[str] = []
+    entries: list[tuple[str, str | None, str | None, str]] = []
     for position, call in enumerate(calls):
         if not isinstance(call, dict):
             continue
         function = call.get("function")
-        name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str) or not name:
-            continue
+        function = function if isinstance(function, dict) else {}
+        name, arguments, call_id = function.get("name"), function.get("arguments"), call.get("id")
         index = call.get("index")
         which = index if isinstance(index, int) and not isinstance(index, bool) else position
-        keys.append(f"{choice_index}:{which}")
-    return keys
+        entries.append((
+            f"{choice_index}:{which}",
+            call_id if isinstance(call_id, str) and call_id else None,
+            name if isinstance(name, str) and name else None,
+            arguments if isinstance(arguments, str) else "",
+        ))
+    return entries
 
 
 def reasoning_token_count(usage: dict[str, Any]) -> object:

@@ -37,8 +37,10 @@ __all__ = [
     "StreamDecoder",
     "StreamError",
     "StreamItem",
+    "StreamedToolCall",
     "Terminator",
     "ToolCall",
+    "ToolCallPart",
     "Usage",
     "api_key_from_env",
 ]
@@ -50,11 +52,14 @@ class ContentDelta:
     """Generated content (answer text or reasoning). `tokens` only when the wire format
     says how many tokens the chunk holds (e.g. per-token logprobs); otherwise None.
     `reasoning` marks thinking (vLLM's `reasoning_content`, Anthropic's `thinking_delta`):
-    it times the first token like any content, but not the first answer token."""
+    it times the first token like any content, but not the first answer token.
+    `tool_arguments` marks a tool call's argument text; only a decoder made with
+    `tool_call_parts=True` marks it (timing and counting treat it as any content)."""
 
     text: str
     tokens: int | None = None
     reasoning: bool = False
+    tool_arguments: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +69,30 @@ class ToolCall:
     that repeats a call's opening still counts one call."""
 
     key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """What one event says of a tool call, for a client that sends the call back (an
+    agent loop): only a decoder made with `tool_call_parts=True` yields these. `key` is
+    the call's (as in `ToolCall`); `call_id` and `name` where this event names them;
+    `arguments`, a fragment of the call's argument text ("" when none)."""
+
+    key: str
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedToolCall:
+    """One tool call of a response, put together from its parts after the stream: its
+    id and function name (None where the stream never said) and its argument text
+    exactly as streamed."""
+
+    call_id: str | None
+    name: str | None
+    arguments: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +122,7 @@ class Terminator:
     """The stream's explicit end: `data: [DONE]` or `message_stop`."""
 
 
-StreamItem = ContentDelta | ToolCall | Usage | StreamError | Terminator
+StreamItem = ContentDelta | ToolCall | ToolCallPart | Usage | StreamError | Terminator
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +148,14 @@ class GenerationRequest:
     max_tokens: int
     prompt: str | None = None  # completions text, or the single user message
     prompt_token_ids: list[int] | None = None  # completions only; wins over `prompt`
-    messages: list[dict[str, str]] | None = None  # chat/messages; built from prompt if None
+    # chat/messages, in the chat API's shape (an agent loop's assistant `tool_calls` and
+    # `tool` results included: the Anthropic adapter converts them); built from prompt if None
+    messages: list[dict[str, Any]] | None = None
     system: str | None = None
+    # OpenAI function tool definitions offered to the model (the Anthropic adapter
+    # converts them), and `auto` | `required` | `none`; chat and messages APIs only
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | None = None
     temperature: float = 0.0
     stop: list[str] | None = None
     ignore_eos: bool = False  # sent only where the server supports it (OpenAI-style/vLLM)
@@ -173,7 +208,10 @@ class ApiAdapter(Protocol):
         self, req: GenerationRequest, *, api_key: str | None, request_id: str, stream: bool = True
     ) -> HttpRequest: ...
 
-    def new_stream_decoder(self) -> StreamDecoder: ...
+    def new_stream_decoder(self, *, tool_call_parts: bool = False) -> StreamDecoder:
+        """A decoder for one stream; with `tool_call_parts` it also yields `ToolCallPart`s
+        and marks tool-argument content (what an agent loop sends back)."""
+        ...
 
     def decode_event(self, event: SSEEvent) -> list[StreamItem]:
         """Stateless decode of one event (no merging across events of a stream)."""

@@ -26,23 +26,26 @@ class ApiSpec:
     `chat_messages`: the prompt is sent as chat messages, so the server applies a chat
     template (and counts its overhead); otherwise it is sent as raw `prompt` text.
     `takes_token_ids`: a prompt may be a list of token ids instead of text.
+    `tools`: a request may offer tools, and the history may carry the model's tool calls
+    and their results (what an agent loop needs).
     `key_env`: the vendor's usual API-key variable (ZEROHOP_API_KEY overrides it).
     """
 
     name: ApiName
     chat_messages: bool
     takes_token_ids: bool
+    tools: bool
     key_env: str
 
 
 APIS: Mapping[ApiName, ApiSpec] = MappingProxyType({
     spec.name: spec
     for spec in (
-        ApiSpec("openai-chat", chat_messages=True, takes_token_ids=False,
+        ApiSpec("openai-chat", chat_messages=True, takes_token_ids=False, tools=True,
                 key_env="OPENAI_API_KEY"),
-        ApiSpec("openai-completions", chat_messages=False, takes_token_ids=True,
+        ApiSpec("openai-completions", chat_messages=False, takes_token_ids=True, tools=False,
                 key_env="OPENAI_API_KEY"),
-        ApiSpec("anthropic", chat_messages=True, takes_token_ids=False,
+        ApiSpec("anthropic", chat_messages=True, takes_token_ids=False, tools=True,
                 key_env="ANTHROPIC_API_KEY"),
     )
 })

@@ -22,10 +22,26 @@ INCOMPLETE_STREAM = "incomplete_stream"
 PROTOCOL_ERROR = "protocol_error"
 CANCELLED = "cancelled"
 
+# how an agent loop ended, on the record of its last model call (`agent_end`); a loop
+# whose last call failed, or that the end of the run cut short, has neither
+AGENT_ANSWERED = "answer"  # the model answered without calling a tool
+AGENT_CAPPED = "cap"  # the model still called a tool at the loop's `max_steps`
+
 
 def http_outcome(status: int) -> str:
     """`http_<code>` for a non-2xx response (e.g. http_429)."""
     return f"http_{int(status)}"
+
+
+def agent_loop_end(*, ok: bool, tool_calls: int, step: int, max_steps: int) -> str | None:
+    """How a loop ends after model call `step` (1, 2, ...): AGENT_ANSWERED when the call
+    succeeded without asking for a tool, AGENT_CAPPED when it asked for one at the step
+    cap; None when the loop goes on (or the call failed: its outcome says how)."""
+    if not ok:
+        return None
+    if tool_calls == 0:
+        return AGENT_ANSWERED
+    return AGENT_CAPPED if step >= max_steps else None
 
 
 def stream_error_outcome(error_type: str | None) -> str:
@@ -88,8 +104,9 @@ class RequestRecord:
     output_tokens: int | None = None
     token_source: str | None = None  # "usage" (server-reported) or "counted"
     counted_output_tokens: int | None = None  # the client's own count: events × tokens each
-    # how the prompt was sized: tokenize (the target's /tokenize), usage (calibrated on
-    # its usage counts), estimate (its counts were unusable), token_ids (exact)
+    # how the prompt was sized: tokenize (the target's /tokenize), tokenizer (a local
+    # tokenizer.json, --tokenizer), usage (calibrated on its usage counts), estimate (its
+    # counts were unusable), token_ids (exact)
     prompt_token_source: str | None = None
     target_input_tokens: int | None = None
     max_tokens: int | None = None
@@ -119,6 +136,7 @@ class RequestRecord:
     session_id: str | None = None
     turn: int | None = None  # 1 for a session's first request
     agent_step: int | None = None  # 1 for an agent loop's first model call
+    agent_end: str | None = None  # on a loop's last call: AGENT_ANSWERED or AGENT_CAPPED
     tool_calls: int | None = None  # tool calls the response asked for
     # the prefix cache: prompt tokens the server answered from its cache
     # (usage.prompt_tokens_details.cached_tokens, Anthropic's cache_read_input_tokens)

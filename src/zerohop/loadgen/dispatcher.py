@@ -5,8 +5,9 @@ requests are doing, so a slow server shows up as growing `ttft_from_schedule_ms`
 as a hidden client queue (coordinated omission). The schedule is shared and seeded: this
 process takes its own share of it (see the planner), so N workers together replay the
 same arrival process one would. An arrival over the in-flight cap is dropped and counted.
-A conversation's arrivals are sessions: each runs in its own greenlet (`sessions`), its
-later turns on its own think times, and the cap counts live sessions.
+A conversation's or an agent workload's arrivals are sessions: each runs in its own
+greenlet (`sessions`), its later requests on its own pauses, and the cap counts live
+sessions.
 """
 
 from __future__ import annotations

@@ -120,6 +120,7 @@ def _validate_options(environment: Any) -> None:
         opt.parse_slo(opt.option(environment, "zh_slo"))
         load_workloads(opt.option(environment, "zh_workload"))
         opt.arm_hosts(environment)
+        opt.local_tokenizer(environment)
         _telemetry_sources(environment)
     except ValueError as exc:
         _fail(str(exc))

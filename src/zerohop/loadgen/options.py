@@ -10,6 +10,7 @@ from typing import Any
 from zerohop.client.arms import parse_arm_hosts
 from zerohop.core.apis import API_NAMES, DEFAULT_API
 from zerohop.core.slo import parse_slo_text
+from zerohop.workloads.local_tokenizer import TOKENIZER_HELP, LocalTokenizer, load_local_tokenizer
 
 DEFAULTS: dict[str, Any] = {
     "zh_workload": [],
@@ -28,9 +29,11 @@ DEFAULTS: dict[str, Any] = {
     "zh_drain_timeout": 10.0,
     "zh_no_embedded": False,
     "zh_rate_override": 0.0,
+    "zh_users_by_weight": False,
     "zh_worker_count": 0,
     "zh_audit_dir": "",
     "zh_arm_hosts": "",
+    "zh_tokenizer": "",
     "zh_selection": "",  # set by the master (loadgen.selection), never by a flag
 }
 
@@ -83,6 +86,11 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--rate-override", dest="zh_rate_override", type=float, default=0.0,
                        help="Total open-loop Poisson rate (req/s) for all workloads, split by "
                        "weight; replaces the files' load sections.")
+    group.add_argument("--users-by-weight", dest="zh_users_by_weight", action="store_true",
+                       default=False, include_in_web_ui=False,
+                       help="Spread -u over the workloads by weight (Locust's way) instead of "
+                       "giving each closed-loop workload its file's `users` (what `zerohop "
+                       "run --users N` passes).")
     group.add_argument("--audit-records-dir", dest="zh_audit_dir", default="",
                        include_in_web_ui=False,
                        help="Also keep every process's own copy of its records here (to "
@@ -91,6 +99,8 @@ def add_arguments(parser: Any) -> None:
                        help="An interleaved comparison: direct=URL,layer=URL — each request "
                        "goes to one arm, drawn at random with --seed (--host stays the "
                        "target the run sizes prompts and reads models on).")
+    group.add_argument("--tokenizer", dest="zh_tokenizer", default="", include_in_web_ui=False,
+                       help=TOKENIZER_HELP)
     group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Never start the embedded target; fail without --host.")
@@ -103,6 +113,13 @@ def option(environment: Any, name: str) -> Any:
     if opts is not None and hasattr(opts, name):
         return getattr(opts, name)
     return DEFAULTS[name]
+
+
+def local_tokenizer(environment: Any) -> LocalTokenizer | None:
+    """`--tokenizer`, read (None without one); a `TokenizerPathError` (a ValueError)
+    says in one line what is wrong with the path."""
+    path = option(environment, "zh_tokenizer")
+    return load_local_tokenizer(path) if path else None
 
 
 def arm_hosts(environment: Any) -> dict[str, str]:

@@ -2,14 +2,23 @@
 the target's counts.
 
 The planner turns a token budget into a number of generated words through a
-`TokenCalibration`: two probe prompts of known size, the target's count of each, a
-straight line. The count comes, in order, from the target's POST /tokenize (the whole
-request, so a chat template's tokens count), else from the `usage.prompt_tokens` of
-probe requests. Servers differ: some send no usage, some a constant or zero, some only
-when the response is not streamed. Each case gets a one-line warning and the next
-method (the embedded target's documented rule, an estimate), never an exception inside
-Locust's start-up, and every record's `prompt_token_source` names the method that sized
-its prompt.
+`TokenCalibration`: probe prompts of known size, a count of each, a straight line; and,
+where each generated word's count is known and they add up, a word table that sizes
+every single prompt exactly (workloads/word_counts.py). The counts come, in order:
+
+1. the target's POST /tokenize, asked for the whole request (the messages form for chat
+   APIs, so the chat template's tokens count), with the word table read from its token
+   strings (tokenize_words.py): `prompt_token_source = tokenize`;
+2. `--tokenizer PATH`, a local tokenizer.json: the prompt text as it encodes it, its
+   special tokens included but no chat template (local_tokenizer.py):
+   `tokenizer`;
+3. the `usage.prompt_tokens` of probe requests (a line, no word table): `usage`.
+
+Servers differ: some send no usage, some a constant or zero, some only when the response
+is not streamed. Each case gets a one-line warning and the next method (the embedded
+target's documented rule, an estimate: `estimate`), never an exception inside Locust's
+start-up, and every record's `prompt_token_source` names the method that sized its
+prompt.
 """
 
 from __future__ import annotations
@@ -18,18 +27,25 @@ import json
 import logging
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
 
 from zerohop.client.protocols import ApiAdapter, GenerationRequest, ProtocolError
-from zerohop.core.apis import ApiName, api_spec
+from zerohop.core.apis import ApiName
+from zerohop.loadgen.tokenize_words import (
+    request_body,
+    tokenize_count,
+    word_counts_from_tokenize,
+)
+from zerohop.workloads.local_tokenizer import LocalTokenizer
 from zerohop.workloads.prompts import (
     PromptBuilder,
     TokenCalibration,
     default_calibration,
+    exactness_problem,
 )
 
 __all__ = [
@@ -37,17 +53,21 @@ __all__ = [
     "PROBE_WORDS",
     "SIZED_BY_ESTIMATE",
     "SIZED_BY_TOKENIZE",
+    "SIZED_BY_TOKENIZER",
     "SIZED_BY_TOKEN_IDS",
     "SIZED_BY_USAGE",
     "PromptSizing",
+    "choose_sizing",
     "judge_usage_probes",
     "probe_tokenize",
     "sizing_from_probes",
+    "sizing_from_tokenizer",
 ]
 
 log = logging.getLogger("zerohop")
 
-SIZED_BY_TOKENIZE = "tokenize"  # calibrated on the target's own /tokenize counts
+SIZED_BY_TOKENIZE = "tokenize"  # the target's own /tokenize counts
+SIZED_BY_TOKENIZER = "tokenizer"  # a local tokenizer.json (--tokenizer)
 SIZED_BY_USAGE = "usage"  # calibrated on the target's usage.prompt_tokens
 SIZED_BY_ESTIMATE = "estimate"  # the embedded target's documented rule: usage unusable
 SIZED_BY_TOKEN_IDS = "token_ids"  # exact by construction (completions API)
@@ -124,35 +144,72 @@ def probe_tokenize(base_url: str, api: str, model: str, *, api_key: str | None
                    ) -> PromptSizing | None:
     """The calibration from the target's POST /tokenize (vLLM, SGLang, the embedded
     target), asked for the whole request as the run will send it (chat messages with
-    their template, or the completions prompt); None when the target has no such
-    endpoint or its answers are no count."""
+    their template, or the completions prompt), with every word's exact count where the
+    target's token strings give it (tokenize_words.py); None when the target has no
+    such endpoint or its answers are no count."""
+    points = _counted_points(
+        lambda text: tokenize_count(base_url, request_body(api, model, text), api_key))
+    if not points:
+        return None
+    calibration, problem = judge_usage_probes(points)
+    if calibration is None:
+        log.warning("zerohop: warning: prompt sizing: the target's /tokenize count %s; "
+                    "not used", problem)
+        return None
+    words, why_not = word_counts_from_tokenize(base_url, api, model, api_key=api_key,
+                                               builder=PromptBuilder())
+    if words is None:
+        log.info("zerohop: prompt sizing: the target's /tokenize %s; prompt sizes follow "
+                 "a line fitted on its counts", why_not)
+    return PromptSizing(replace(_fit_relative(points), words=words), SIZED_BY_TOKENIZE)
+
+
+def choose_sizing(tokenize: Callable[[], PromptSizing | None], tokenizer: LocalTokenizer | None,
+                  usage: Callable[[], PromptSizing]) -> PromptSizing:
+    """The methods in their order (the module's docstring): the target's /tokenize when
+    it has one, else the local tokenizer when `--tokenizer` named one, else the usage of
+    probe requests (which falls back to the estimate itself)."""
+    tokenized = tokenize()
+    if tokenized is not None:
+        return tokenized
+    if tokenizer is not None:
+        return sizing_from_tokenizer(tokenizer)
+    return usage()
+
+
+def sizing_from_tokenizer(tokenizer: LocalTokenizer) -> PromptSizing:
+    """The calibration from a local tokenizer.json (`--tokenizer`), exact word by word
+    when its counts add up (they do for tokenizers that split at spaces first). It
+    counts the prompt text, not a chat template: local_tokenizer.py says why."""
+    points = _counted_points(lambda text: (tokenizer.count(text), None))
+    builder = PromptBuilder()
+    words = tokenizer.word_counts(builder)
+    problem = exactness_problem(builder, words, tokenizer.count)
+    if problem:
+        log.warning("zerohop: warning: prompt sizing: %s %s; prompt sizes follow a line "
+                    "fitted on its counts", tokenizer.path, problem)
+        return PromptSizing(_fit_relative(points), SIZED_BY_TOKENIZER)
+    return PromptSizing(replace(_fit_relative(points), words=words), SIZED_BY_TOKENIZER)
+
+
+def _counted_points(count: Callable[[str], tuple[int, int | None] | None]
+                    ) -> list[tuple[int, int]]:
+    """(words, count) for the probe prompts under `count` (count, context length or
+    None); none when the first gave no count."""
     builder = PromptBuilder(seed=99)
     rng = np.random.default_rng(99)
     points: list[tuple[int, int]] = []
     sizes = [w for w in TOKENIZE_PROBE_WORDS for _ in range(
         SHORT_PROBE_TEXTS if w <= SHORT_PROBE_MAX_WORDS else 1)]
     for words in sizes:
-        text = builder.build_text(words, rng)
-        body: dict[str, Any] = {"model": model}
-        if api_spec(api).chat_messages:
-            body["messages"] = [{"role": "user", "content": text}]
-        else:
-            body["prompt"] = text
-        answer = _tokenize_count(base_url, body, api_key)
+        answer = count(builder.build_text(words, rng))
         if answer is None:
-            if points:
-                break  # e.g. refused as longer than the context: the smaller ones stand
-            return None
-        count, max_model_len = answer
-        if max_model_len is not None and count >= max_model_len:
+            break  # e.g. refused as longer than the context: the smaller ones stand
+        tokens, max_model_len = answer
+        if max_model_len is not None and tokens >= max_model_len:
             break  # cut at the context length: not the prompt's count
-        points.append((words, count))
-    calibration, problem = judge_usage_probes(points)
-    if calibration is None:
-        log.warning("zerohop: warning: prompt sizing: the target's /tokenize count %s; "
-                    "not used", problem)
-        return None
-    return PromptSizing(_fit_relative(points), SIZED_BY_TOKENIZE)
+        points.append((words, tokens))
+    return points
 
 
 def _fit_relative(points: Sequence[tuple[int, int]]) -> TokenCalibration:
@@ -163,27 +220,6 @@ def _fit_relative(points: Sequence[tuple[int, int]]) -> TokenCalibration:
     tokens = np.array([t for _, t in points], dtype=np.float64)
     slope, intercept = np.polyfit(units, tokens, 1, w=1.0 / np.sqrt(units))
     return TokenCalibration(a=float(slope), b=float(intercept))
-
-
-def _tokenize_count(base_url: str, body: dict[str, Any], api_key: str | None
-                    ) -> tuple[int, int | None] | None:
-    """(count, max_model_len or None) from POST /tokenize; None when it gave no count."""
-    headers = {"content-type": "application/json"}
-    if api_key:
-        headers["authorization"] = f"Bearer {api_key}"
-    request = urllib.request.Request(base_url.rstrip("/") + "/tokenize",
-                                     data=json.dumps(body).encode(), headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            answer = json.loads(response.read())
-    except (urllib.error.URLError, OSError, ValueError):  # absent, refused, not JSON
-        return None
-    if not isinstance(answer, dict):
-        return None
-    count, limit = answer.get("count"), answer.get("max_model_len")
-    if isinstance(count, bool) or not isinstance(count, int):
-        return None
-    return count, limit if isinstance(limit, int) and not isinstance(limit, bool) else None
 
 
 def probe_points(client: Any, adapter: ApiAdapter, model: str, *, api_key: str | None

@@ -2,8 +2,9 @@
 
 A workload the user asked for (named in a `--workload` file, or its user class named on
 the command line) must run: if it cannot (its trace is missing, it names a model or an
-adapter the target does not serve, it takes adapters from a target that has none) the
-run refuses at start with one line saying what the target has (exit 2). A shipped
+adapter the target does not serve, it takes adapters from a target that has none, it is
+an agent loop on an API without tools) the run refuses at start with one line saying
+why (exit 2). A shipped
 default that cannot run here is left out, and the run says so on the console and in the
 manifest. The master (or the local runner) decides; its decision travels to the workers
 with Locust's spawn message (`zh_selection`), so master and workers never disagree
@@ -12,7 +13,11 @@ out, and died in test_start).
 
 Every workload that runs gets its own Locust user class (`workload_class`, a subclass
 of the locustfile's class of its kind): two workloads of one kind both run, each with
-its own spec, weight and name in the records.
+its own spec, weight and name in the records. A closed-loop workload's class has Locust's
+`fixed_count` set to its file's `users`, so Locust spawns exactly that many of it (over
+all workers together) before it spreads the rest of `-u` by weight; with
+`--users-by-weight` (`zerohop run --users N`) or `--rate-override` every class goes by
+weight instead.
 """
 
 from __future__ import annotations
@@ -23,9 +28,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from zerohop.core.apis import DEFAULT_API
 from zerohop.loadgen.target_models import TargetModels, short_list
+from zerohop.workloads.agent_spec import tools_refusal
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.inputs import check_inputs, default_workload, load_workloads
+from zerohop.workloads.load_spec import ClosedLoad
 
 T = TypeVar("T")
 
@@ -61,11 +69,12 @@ class _LeaveOut(Exception):
 
 
 def select_workloads(candidates: Sequence[tuple[str, Any]], *, asked: Collection[str],
-                     target: TargetModels | None, model_flag: str = "") -> Selection:
+                     target: TargetModels | None, model_flag: str = "",
+                     api: str = DEFAULT_API) -> Selection:
     """Decide for each (class name, spec) pair; the spec may be a function that loads
     it (a shipped file whose trace is missing fails to load: WorkloadError). `asked`:
-    the class names the user asked for. Raises WorkloadError (one line) for an asked
-    workload that cannot run, or when nothing at all can."""
+    the class names the user asked for; `api`: the run's. Raises WorkloadError (one
+    line) for an asked workload that cannot run, or when nothing at all can."""
     selection = Selection(run=[], target=target.describe() if target is not None else "")
     for name, item in candidates:
         try:
@@ -74,6 +83,9 @@ def select_workloads(candidates: Sequence[tuple[str, Any]], *, asked: Collection
                 check_inputs(spec)
             except WorkloadError as exc:
                 raise _LeaveOut(str(exc)) from None
+            refusal = tools_refusal(spec, api)
+            if refusal is not None:
+                raise _LeaveOut(refusal)
             _check_models(spec, target, model_flag)
             adapters = resolve_target_adapters(spec, target, model_flag)
         except _LeaveOut as why:
@@ -190,7 +202,7 @@ def plan_candidates(templates: Sequence[type], in_files: Sequence[Any], *,
     name and asked for, given to the first locustfile class of its kind; a class whose
     kind no file names offers its default workload under the class's own name, asked
     for when `named` on the command line. A class that does not run by default
-    (`runs_by_default = False`: conversation, shared_prefix) offers its default only
+    (`runs_by_default = False`: conversation, shared_prefix, agent) offers its default only
     when named. A file's workload whose kind no class runs (`--only` left it out) is no
     candidate."""
     found: list[Candidate] = []
@@ -213,17 +225,33 @@ def plan_candidates(templates: Sequence[type], in_files: Sequence[Any], *,
     return found
 
 
-def workload_class(template: type[T], spec: Any, name: str) -> type[T]:
+def workload_class(template: type[T], spec: Any, name: str, *,
+                   by_weight: bool = False) -> type[T]:
     """The Locust user class that runs the one workload `spec`, called `name`: a subclass
     of the locustfile's class of its kind (`template`), so several workloads of one kind
     run side by side, each with its own spec, weight and records. Its Locust weight is
-    the workload file's `weight` when the file gives one, else the template's;
-    `fixed_count` stays the template's."""
+    the workload file's `weight` when the file gives one, else the template's. A
+    closed-loop workload's `fixed_count` is its `load.users` (Locust spawns that many, in
+    all, before it spreads the rest of `-u` by weight), unless `by_weight` (the users are
+    the command line's, spread by weight); otherwise `fixed_count` stays the template's
+    (an open-loop or trace workload's users only hold a slot)."""
     attrs: dict[str, Any] = {"workload_spec": spec, "__module__": template.__module__,
                              "__qualname__": name}
     if spec.weight is not None:
         attrs["weight"] = spec.weight
+    if not by_weight and isinstance(getattr(spec, "load", None), ClosedLoad):
+        attrs["fixed_count"] = spec.load.users
     return type(name, (template,), attrs)
+
+
+def users_by_weight(environment: Any) -> bool:
+    """Whether `-u` goes by weight over every workload class (`--users-by-weight`, or
+    `--rate-override`, which replaces the files' load sections) rather than each closed
+    workload running its file's `users`."""
+    from zerohop.loadgen import options as opt
+
+    return bool(opt.option(environment, "zh_users_by_weight")) \
+        or float(opt.option(environment, "zh_rate_override") or 0.0) > 0
 
 
 def _check_unique_names(found: Sequence[Candidate]) -> None:
@@ -249,7 +277,7 @@ def decide(environment: Any) -> Selection:
     target = fetch_target_models(environment.host, api=api, api_key=api_key_from_env(api))
     return select_workloads([(c.name, c.load) for c in found],
                             asked={c.name for c in found if c.asked}, target=target,
-                            model_flag=opt.option(environment, "zh_model") or "")
+                            model_flag=opt.option(environment, "zh_model") or "", api=api)
 
 
 def publish(environment: Any, rt: Any, selection: Selection) -> None:
@@ -273,12 +301,14 @@ def received(environment: Any, rt: Any) -> Selection | None:
 
 def apply(environment: Any, selection: Selection) -> None:
     """Replace the locustfiles' classes by one class per workload the decision runs
-    (`workload_class`: its own name, spec and weight). Locust then spawns only
-    those, and zerohop plans, calibrates and dispatches only those. Calling it again
-    (a worker's next test start) keeps the same classes, whose users may be running."""
+    (`workload_class`: its own name, spec, weight and, closed loop, user count). Locust
+    then spawns only those, and zerohop plans, calibrates and dispatches only those.
+    Calling it again (a worker's next test start) keeps the same classes, whose users
+    may be running."""
     rt = getattr(environment, "zerohop_runtime", None)
     made: dict[str, type] = rt.extras.setdefault("workload_classes", {}) if rt else {}
     by_name = {c.name: c for c in candidates(environment)}
+    by_weight = users_by_weight(environment)
     for name in selection.run:
         if name in made:
             continue
@@ -286,7 +316,8 @@ def apply(environment: Any, selection: Selection) -> None:
             raise WorkloadError(f"the run has a workload '{name}' that this process lacks "
                                 "(give every process the same --workload files and locustfiles)")
         candidate = by_name[name]
-        made[name] = workload_class(candidate.template, candidate.load(), name)
+        made[name] = workload_class(candidate.template, candidate.load(), name,
+                                    by_weight=by_weight)
     others = [c for c in environment.user_classes if c not in llm_user_classes(environment)]
     environment.user_classes[:] = others + [made[name] for name in selection.run]
 

@@ -1,13 +1,14 @@
-"""Conversations under Locust: a session's turns sent one after another, each with the
-history the target itself answered.
+"""Conversations and agent loops under Locust: a session's requests sent one after
+another, each with the history the target itself answered.
 
 Closed loop: a `SessionUser` runs one session after another (Locust's wait time, the
 load's `think_time_s`, falls between sessions). Open loop: the dispatcher starts each
 session at its arrival time and `play_session` runs it in its own greenlet, the later
-turns following the session's own think times. Every turn is one logical request
-under the workload's client policy; the text of its last attempt is the answer the
-next turn carries. A turn that fails ends its session (its record says how it failed),
-and a run that is draining starts no further turn.
+requests following the session's own pauses (a conversation's think times, an agent
+loop's tool latencies and think times). Every request is one logical request under the
+workload's client policy; the text (and an agent's tool calls) of its last attempt is
+what the next request carries. A request that fails ends its session (its record says
+how it failed), and a run that is draining starts no further request.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ import gevent
 
 from zerohop.client.llm_client import LLMClient
 from zerohop.client.policy import PolicyExecutor
+from zerohop.client.protocols import StreamedToolCall
 from zerohop.core import records as rec
+from zerohop.core.records import RequestRecord
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.users import LLMUser, run_logical_request
 from zerohop.loadgen.workload_binding import WorkloadBinding
+from zerohop.workloads.agent import AgentLoop, StepResult, ToolCallMade, run_agent_loop
 from zerohop.workloads.conversation import Session, TurnResult, run_session
 from zerohop.workloads.plans import PlannedRequest
 
@@ -29,7 +33,7 @@ __all__ = ["SessionUser", "play_session"]
 
 
 class SessionUser(LLMUser):
-    """A user whose closed-loop step is a whole conversation."""
+    """A user whose closed-loop step is a whole conversation or agent loop."""
 
     abstract = True
 
@@ -39,23 +43,41 @@ class SessionUser(LLMUser):
 
 
 def play_session(environment: Any, executor: PolicyExecutor, client: LLMClient,
-                 binding: WorkloadBinding, session: Session,
+                 binding: WorkloadBinding, session: Session | AgentLoop,
                  first_due_ns: int | None = None) -> int:
-    """Send `session`'s turns; `first_due_ns`: the open loop's scheduled time of the
-    first turn (the later ones are due when their think time ends). Returns the turns
-    answered."""
+    """Send `session`'s requests; `first_due_ns`: the open loop's scheduled time of the
+    first (the later ones are due when their pause ends). Returns the requests answered
+    (a conversation's turns, an agent loop's model calls)."""
     rt = runtime_of(environment)
 
-    def send(planned: PlannedRequest) -> TurnResult:
-        answer: list[str] = []
-        due_ns = first_due_ns if planned.turn == 1 else None
-        spec = binding.request_spec(planned, scheduled_perf_ns=due_ns)
-        spec.answer = answer
-        record = run_logical_request(executor, client, spec)
+    def measure(planned: PlannedRequest, first: bool, answer: list[str],
+                calls: list[StreamedToolCall] | None) -> RequestRecord:
+        spec = binding.request_spec(planned, scheduled_perf_ns=first_due_ns if first else None)
+        spec.answer, spec.tool_calls = answer, calls
+        return run_logical_request(executor, client, spec)
+
+    def answered_tokens(record: RequestRecord) -> int | None:
         answered = record.output_tokens
         if answered is not None and record.reasoning_tokens:  # the history holds no thinking
             answered = max(0, answered - record.reasoning_tokens)
-        return TurnResult(ok=record.outcome == rec.OK, answer="".join(answer),
-                          input_tokens=record.input_tokens, output_tokens=answered)
+        return answered
 
-    return run_session(session, send, gevent.sleep, stopping=lambda: rt.draining)
+    if isinstance(session, AgentLoop):
+        def step(planned: PlannedRequest) -> StepResult:
+            answer: list[str] = []
+            calls: list[StreamedToolCall] = []
+            record = measure(planned, planned.agent_step == 1, answer, calls)
+            return StepResult(
+                ok=record.outcome == rec.OK, answer="".join(answer),
+                tool_calls=tuple(ToolCallMade(c.call_id, c.name, c.arguments) for c in calls),
+                input_tokens=record.input_tokens, output_tokens=answered_tokens(record))
+
+        return run_agent_loop(session, step, gevent.sleep, stopping=lambda: rt.draining)
+
+    def turn(planned: PlannedRequest) -> TurnResult:
+        answer: list[str] = []
+        record = measure(planned, planned.turn == 1, answer, None)
+        return TurnResult(ok=record.outcome == rec.OK, answer="".join(answer),
+                          input_tokens=record.input_tokens, output_tokens=answered_tokens(record))
+
+    return run_session(session, turn, gevent.sleep, stopping=lambda: rt.draining)

@@ -25,6 +25,7 @@ from zerohop.loadgen import options as opt
 from zerohop.loadgen.prompt_sizing import (
     SIZED_BY_TOKEN_IDS,
     PromptSizing,
+    choose_sizing,
     probe_points,
     probe_tokenize,
     sizing_from_probes,
@@ -173,25 +174,26 @@ def first_model(host: str) -> str:
 
 def sizing_for(environment: Any, api: str, model: str) -> PromptSizing:
     """How prompts are sized on this target (see prompt_sizing): the target's /tokenize,
-    else probe requests of known size and their usage counts, else the estimate.
-    Cached per (api, model) in this process."""
+    else the local tokenizer `--tokenizer` names, else probe requests of known size and
+    their usage counts, else the estimate. Cached per (api, model) in this process."""
     rt = runtime_of(environment)
     cache: dict[tuple[str, str], PromptSizing] = rt.extras.setdefault("sizings", {})
     if (api, model) in cache:
         return cache[(api, model)]
     api_key = api_key_from_env(api)
-    tokenized = probe_tokenize(environment.host, api, model, api_key=api_key)
-    if tokenized is not None:
-        cache[(api, model)] = tokenized
-        return tokenized
-    adapter = create_adapter(api)
-    client = LLMClient(environment.host, adapter, api_key=api_key,
-                       timeouts=Timeouts(ttft_s=120, stall_s=60, total_s=300), anchor=rt.anchor,
-                       reactor=rt.reactor())
-    try:
-        points, failure = probe_points(client, adapter, model, api_key=api_key)
-    finally:
-        client.close()
-    cache[(api, model)] = sizing_from_probes(points, api, failure=failure)
-    return cache[(api, model)]
 
+    def by_usage() -> PromptSizing:
+        adapter = create_adapter(api)
+        client = LLMClient(environment.host, adapter, api_key=api_key,
+                           timeouts=Timeouts(ttft_s=120, stall_s=60, total_s=300),
+                           anchor=rt.anchor, reactor=rt.reactor())
+        try:
+            points, failure = probe_points(client, adapter, model, api_key=api_key)
+        finally:
+            client.close()
+        return sizing_from_probes(points, api, failure=failure)
+
+    cache[(api, model)] = choose_sizing(
+        lambda: probe_tokenize(environment.host, api, model, api_key=api_key),
+        opt.local_tokenizer(environment), by_usage)
+    return cache[(api, model)]

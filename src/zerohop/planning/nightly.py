@@ -53,7 +53,7 @@ from zerohop.planning.nightly_gates import (
     sample_figures,
 )
 from zerohop.planning.nightly_page import headline, write_comparison_page, write_nightly_page
-from zerohop.runner.plan import RunPlan
+from zerohop.runner.plan import RunPlan, users_for
 from zerohop.runner.run_once import RunResult, run_once
 from zerohop.storage.jsonl import without_nan
 
@@ -74,14 +74,16 @@ class TargetConfig(Strict):
 
 
 ClassName = Literal["ShortQueryFlood", "LongContextSummarisation", "LoRAMix", "TraceReplay",
-                    "Conversation", "SharedPrefix"]
+                    "Conversation", "SharedPrefix", "Agent"]
 
 
 class LoadConfig(Strict):
     workloads: list[Path] = Field(default_factory=list, description="Relative to the config")
     only: list[ClassName] = Field(default_factory=list, description="Workload classes to run")
     rate: float | None = Field(default=None, gt=0, description="Open-loop req/s")
-    users: int | None = Field(default=None, gt=0, description="Closed-loop users")
+    users: int | None = Field(default=None, gt=0,
+                              description="Concurrent users spread by weight over the "
+                              "workloads (default: each closed workload's own `users`)")
     duration_s: float = Field(default=20.0, gt=0)
     seed: int = 1234
     telemetry: str = "loadgen"
@@ -238,13 +240,17 @@ def run_nightly(
 def run_samples(config: NightlyConfig, run_root: Path, runner: Runner | None) -> list[Path]:
     """`samples` independent runs of the same seeded workload (a fresh embedded target
     each time). Microbenchmarks run with the first sample only."""
+    from zerohop.workloads.inputs import load_workloads
+
     runner = runner or (lambda p: run_once(p, announce=False))
+    users = config.load.users or users_for(load_workloads(config.load.workloads),
+                                           config.load.only)
     dirs = []
     for i in range(config.samples):
         plan = RunPlan(
             host=config.target.host, api=config.target.api,
             workloads=list(config.load.workloads), classes=list(config.load.only),
-            users=config.load.users or 8, rate=config.load.rate,
+            users=users, users_from_files=config.load.users is None, rate=config.load.rate,
             duration_s=config.load.duration_s, telemetry=config.load.telemetry, slo={},
             name=f"{config.name}-s{i + 1}", workers=0, results_dir=run_root,
             seed=config.load.seed, sim_args=shlex.split(config.target.sim_args),

@@ -21,9 +21,11 @@ REQUEST_GLOSSARY |= {
     "its timestamp, so each extra one adds an ITL gap of exactly 0 ms: batched delivery (by the "
     "server, a proxy, or a late read), not a token that took no time. Where there are such "
     "gaps the report adds \"ITL between reads\", which leaves them out.",
-    "prompt_token_source": "How the prompt was sized: tokenize (the target's /tokenize), "
-    "usage (calibrated on its usage.prompt_tokens), estimate (its usage was unusable: the "
-    "embedded target's rule), token_ids (exact by construction).",
+    "prompt_token_source": "How the prompt was sized: tokenize (the target's /tokenize, "
+    "chat template included; word by word where its token strings allow: exact), "
+    "tokenizer (a local tokenizer.json given with --tokenizer: the text without a chat "
+    "template), usage (a line calibrated on its usage.prompt_tokens), estimate (its usage "
+    "was unusable: the embedded target's rule), token_ids (exact by construction).",
     "percentiles": "p50, p90, p95, p99, p99.9 plus mean/min/max, computed from the exact "
     "records with linear interpolation — never Locust's rounded buckets. Only requests with "
     "outcome ok contribute latency figures; errors are counted separately.",

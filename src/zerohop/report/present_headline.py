@@ -18,6 +18,7 @@ from zerohop.report.present_timeseries import (
     time_chart,
     window_axis,
 )
+from zerohop.report.present_token_counts import prompt_size_check
 
 
 def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str]:
@@ -65,6 +66,9 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
     certificate = certificate_check(analysis.manifest)
     if certificate is not None:
         items.append(certificate)
+    sizes = prompt_size_check(analysis.token_counts)
+    if sizes is not None:
+        items.append(sizes)
     total = analysis.total
     error_status = "ok" if total.errors == 0 else ("warn" if total.error_pct < 1.0 else "fail")
     items.append(

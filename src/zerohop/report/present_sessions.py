@@ -1,5 +1,6 @@
-"""The report's "Conversations, caches and reasoning" section: what `analysis.sessions`
-measured, as tables and one chart of the cache hit rate (usage and /metrics together)."""
+"""The report's "Conversations, agent loops, caches and reasoning" section: what
+`analysis.sessions` measured, as tables and one chart of the cache hit rate (usage and
+/metrics together)."""
 
 from __future__ import annotations
 
@@ -42,11 +43,27 @@ def session_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any
             "share": fmt.pct(sessions.reasoning.reasoning_share * 100.0),
         },
         "tool_calls": fmt.count(sessions.tool_calls),
-        "tool_steps": [
+        "agent_steps": [
             {"step": s.step, "requests": fmt.count(s.requests),
-             "with_calls": fmt.count(s.with_tool_calls), "e2e_p50": fmt.ms(s.e2e_p50_ms)}
-            for s in sessions.tool_steps
+             "with_calls": fmt.count(s.with_tool_calls), "ttft_p50": fmt.ms(s.ttft_p50_ms),
+             "ttft_p99": fmt.ms(s.ttft_p99_ms), "e2e_p50": fmt.ms(s.e2e_p50_ms),
+             "e2e_p99": fmt.ms(s.e2e_p99_ms)}
+            for s in sessions.agent_steps
         ],
+        "agent_loops": _loops(sessions),
+    }
+
+
+def _loops(sessions: SessionAnalysis) -> dict[str, Any] | None:
+    loops = sessions.agent_loops
+    if loops is None:
+        return None
+    return {
+        "count": fmt.count(loops.loops), "steps_mean": f"{loops.steps_mean:.1f}",
+        "steps_p50": f"{loops.steps_p50:.0f}", "steps_max": fmt.count(loops.steps_max),
+        "answered": fmt.count(loops.answered), "capped": fmt.count(loops.capped),
+        "other": fmt.count(loops.other), "time_p50": fmt.seconds(loops.loop_time_p50_s),
+        "time_p99": fmt.seconds(loops.loop_time_p99_s),
     }
 
 

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
-from zerohop.analysis.token_counts import TokenCounts
+from zerohop.analysis.token_counts import INPUT_ERROR_FLAG_PCT, TokenCounts
 from zerohop.report import formatting as fmt
+
+
+def prompt_size_check(counts: TokenCounts | None) -> dict[str, str] | None:
+    """The verdict's line on prompt sizes, asked against the server's count: a warning
+    naming each workload whose median request misses the asked size by more than
+    ±3 %, else how close they came; None when no request could be compared."""
+    compared = [row for row in (counts.rows if counts else []) if row.input_compared]
+    if not compared:
+        return None
+    if counts is not None and counts.flags:
+        return {"status": "warn", "text": "prompt sizes off: " + "; ".join(counts.flags)}
+    overall = compared[-1]  # the `all` row when there are several workloads
+    return {"status": "ok",
+            "text": f"prompt sizes: median within ±{INPUT_ERROR_FLAG_PCT:g} % of the asked "
+                    f"size, {fmt.pct(overall.input_within_one * 100.0)} of requests within "
+                    f"±1 token"}
 
 
 def token_count_section(counts: TokenCounts) -> dict[str, object] | None:

@@ -46,6 +46,8 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
             f"{_ms(lat, 'ttft_ms', 'p99'):>10}{_ms(lat, 'tpot_ms', 'p50'):>10}"
             f"{_ms(lat, 'e2e_ms', 'p99'):>10}"
         )
+    for flag in analysis.token_counts.flags if analysis.token_counts else []:
+        click.echo(f"prompt sizes: {flag}")
     for r in verdict["results"]:
         state = {True: "met", False: "MISSED", None: "no data"}[r["met"]]
         click.echo(f"SLO {r['slo']} ≤ {r['threshold_ms']:g} ms: observed "

@@ -35,8 +35,12 @@ def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
         cmd += ["--workload", str(path)]
     if plan.model:
         cmd += ["--model", plan.model]
+    if plan.tokenizer is not None:
+        cmd += ["--tokenizer", str(plan.tokenizer)]
     if plan.rate is not None:
         cmd += ["--rate-override", str(plan.rate)]
+    if not plan.users_from_files:  # master and workers alike: -u goes by weight
+        cmd += ["--users-by-weight"]
     if plan.workers:
         cmd += ["--processes", str(plan.workers)]
     if plan.arm_hosts:

@@ -4,13 +4,32 @@ build from their own."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.kinds import KIND_CLASS_NAMES
+from zerohop.workloads.load_spec import ClosedLoad
 
 CLASS_NAMES = tuple(KIND_CLASS_NAMES.values())
+
+# What the locustfiles' classes declare, for a plan made without importing Locust: the
+# shipped file each kind's class runs when no --workload file names the kind
+# (`default_workload_file`), and the kinds whose classes run by default
+# (`runs_by_default`). tests/install/test_shipped.py holds both to the locustfiles.
+DEFAULT_WORKLOAD_FILES: Mapping[str, str] = MappingProxyType({
+    "short_query_flood": "short_query_flood.yaml",
+    "long_context": "long_context.yaml",
+    "lora_mix": "lora_mix.yaml",
+    "trace_replay": "trace_replay_azure_conv.yaml",
+    "conversation": "conversation.yaml",
+    "shared_prefix": "shared_prefix.yaml",
+    "agent": "agent.yaml",
+})
+DEFAULT_RUN_KINDS = ("short_query_flood", "long_context", "lora_mix", "trace_replay")
 
 
 @dataclass
@@ -19,7 +38,7 @@ class RunPlan:
     api: str
     workloads: list[Path]
     classes: list[str]
-    users: int
+    users: int  # Locust's -u
     rate: float | None
     duration_s: float
     telemetry: str
@@ -32,6 +51,10 @@ class RunPlan:
     model: str = ""
     report: bool = True
     microbench: str = "auto"
+    tokenizer: Path | None = None  # a local tokenizer.json (or its folder) sizing prompts
+    # True: `users` is `users_for` the files, each closed workload running its own
+    # `users`; False (`--users N`, a sweep's point): `users` goes by weight over them all
+    users_from_files: bool = False
     # an interleaved comparison: {arm: base URL}; each request goes to one, at random
     arm_hosts: dict[str, str] = field(default_factory=dict)
     # Locust plugin files loaded beside the shipped user classes (their own event hooks)
@@ -53,3 +76,29 @@ def classes_for(specs: list[Any]) -> list[str]:
     """The user classes that run the given workload specs: naming workload files runs
     those workloads, not every shipped one beside them."""
     return list(dict.fromkeys(KIND_CLASS_NAMES[spec.kind] for spec in specs))
+
+
+def users_for(specs: Sequence[Any], classes: Sequence[str]) -> int:
+    """Locust's `-u` for a run whose workload files set the load: each closed-loop
+    workload's own `users` (Locust spawns them as its `fixed_count`), and one user for
+    each open-loop or trace workload (a slot; its dispatcher sends). The workloads are
+    those the run runs: the files' (of the `classes`' kinds, when classes are named) and
+    the shipped default of each class no file names (no classes: the default run set)."""
+    kinds = [k for k, name in KIND_CLASS_NAMES.items() if name in classes] if classes else None
+    running = [s for s in specs if kinds is None or s.kind in kinds]
+    in_files = {s.kind for s in specs}
+    defaults = [k for k in (DEFAULT_RUN_KINDS if kinds is None else kinds) if k not in in_files]
+    return sum(_users_of(s) for s in running) + sum(_default_users(k) for k in defaults)
+
+
+def _users_of(spec: Any) -> int:
+    return spec.load.users if isinstance(spec.load, ClosedLoad) else 1
+
+
+def _default_users(kind: str) -> int:
+    from zerohop.workloads.inputs import default_workload
+
+    try:
+        return _users_of(default_workload(kind, DEFAULT_WORKLOAD_FILES[kind]))
+    except WorkloadError:  # a default that cannot load is left out at start: a spare slot
+        return 1

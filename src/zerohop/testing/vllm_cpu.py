@@ -129,14 +129,16 @@ def tools_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "tools" / "vllm_cpu"
 
 
-def build_tiny_model(env: VllmCpuEnv, out_dir: Path) -> Path:
-    """Build (or reuse) the tiny model + adapters in `out_dir`; returns `out_dir`."""
+def build_tiny_model(env: VllmCpuEnv, out_dir: Path, *, vocab_size: int | None = None) -> Path:
+    """Build (or reuse) the tiny model + adapters in `out_dir`; returns `out_dir`.
+    `vocab_size`: its tokenizer's and vocabulary's size (default: the builder's 512)."""
     script = tools_dir() / "build_tiny_model.py"
     if not script.is_file():
         raise FileNotFoundError(f"model builder not found: {script}")
+    vocab = [] if vocab_size is None else ["--vocab-size", str(vocab_size)]
     try:
         completed = subprocess.run(
-            [str(env.python), str(script), str(out_dir)],
+            [str(env.python), str(script), str(out_dir), *vocab],
             capture_output=True,
             text=True,
             timeout=BUILD_TIMEOUT_S,

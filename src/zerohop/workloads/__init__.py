@@ -6,16 +6,20 @@ order data flows through them:
 * the strict YAML model, one module per concern: `model_base` (`StrictModel`),
   `distributions` (token counts), `load_spec` (closed, open and trace loads, arrivals,
   rate shapes), `policy_spec` (timeouts, retries, continuation, fallback),
-  `session_specs` (conversation sources, the shared-prefix pool), `kinds`
+  `session_specs` (conversation sources, the shared-prefix pool), `workload_base`
+  (the fields every kind shares), `agent_spec` (the agent kind and its tools), `kinds`
   (`ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec |
-  ConversationSpec | SharedPrefixSpec`, discriminated on `kind`, and `KIND_CLASS_NAMES`),
+  ConversationSpec | SharedPrefixSpec | AgentSpec`, discriminated on `kind`, and
+  `KIND_CLASS_NAMES`),
   `errors` (`WorkloadError`, one line naming the file and field path).
 * `yaml_io`: `load_workload_file(path) -> WorkloadFile` (its `.workloads` is a list of
   specs); `inputs`: `load_workloads(files)` over several files and `check_inputs(spec)`
   (its trace is readable), what the CLI and the planners check before a run.
 * `prompts`: `PromptBuilder(seed).build_text(n_units, rng)`, `TokenCalibration.fit(
   [(units, prompt_tokens), ...]).units_for_tokens(n)`, `default_calibration(api)`,
-  `token_ids(n, rng, vocab_size)`.
+  `token_ids(n, rng, vocab_size)`; `word_counts`: `WordCounts`, each word's token count,
+  which sizes a prompt exactly (`TokenCalibration.words`); `local_tokenizer`: a
+  tokenizer.json (`--tokenizer`) and its word table.
 * `shapes` / `arrivals`: rate curves (ramp, step, spike, piecewise) and arrival processes
   (poisson, gamma with CV, constant) by time rescaling; `worker_share` splits one shared
   schedule across workers; `InFlightLimiter` drops and counts arrivals over a cap.
@@ -25,8 +29,9 @@ order data flows through them:
   rebuilt from the Mooncake conversation trace.
 * `plans`: `make_planner(spec, seed=, worker_index=, worker_count=) -> Planner` with
   `next_request()` (closed loop) and `schedule()` (open loop and traces), each giving
-  `PlannedRequest`s; `shared_prefix` (a `Planner` over a pool of system prompts) and
-  `conversation` (`ConversationPlanner`: `Session`s of turns, `run_session`) build on
-  it, and `planners.make_workload_planner(spec, setup)` picks the planner of any kind;
+  `PlannedRequest`s; `shared_prefix` (a `Planner` over a pool of system prompts),
+  `conversation` (`ConversationPlanner`: `Session`s of turns, `run_session`) and
+  `agent` (`AgentPlanner`: `AgentLoop`s of tool-calling steps, `run_agent_loop`) build
+  on it, and `planners.make_workload_planner(spec, setup)` picks the planner of any kind;
   `worker_load` holds what they all share (`worker_setup`, a worker's share of the load).
 """

@@ -1,9 +1,11 @@
 """The workload kinds: what each kind of workload sends, on top of the fields all share.
 
-`WorkloadSpec` is the union of the kinds, discriminated on `kind`; `KIND_CLASS_NAMES`
-names the Locust user class (in `loadtests/`) that runs each kind. Trace paths are
-resolved while validating (`${VAR:-default}` expansion, relative to the YAML's folder,
-passed as the validation context's `base_dir`), so a validated spec is final.
+`WorkloadSpec` is the union of the kinds, discriminated on `kind` (the fields all share
+are `workload_base.WorkloadBase`; the agent kind is `agent_spec.AgentSpec`);
+`KIND_CLASS_NAMES` names the Locust user class (in `loadtests/`) that runs each kind.
+Trace paths are resolved while validating (`${VAR:-default}` expansion, relative to the
+YAML's folder, passed as the validation context's `base_dir`), so a validated spec is
+final.
 """
 
 from __future__ import annotations
@@ -13,18 +15,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 
 from zerohop.core.apis import ApiName
-from zerohop.core.slo import SloError, parse_slo_mapping, request_meets
 from zerohop.workloads.adapters import AdapterSet, adapters_shorthand
+from zerohop.workloads.agent_spec import AgentSpec
 from zerohop.workloads.data_paths import resolve_input_path
 from zerohop.workloads.distributions import (
     Distribution,
@@ -34,11 +29,12 @@ from zerohop.workloads.distributions import (
 )
 from zerohop.workloads.load_spec import AnyLoad, ClosedLoad, ClosedOrOpenLoad, TraceLoad
 from zerohop.workloads.model_base import StrictModel
-from zerohop.workloads.policy_spec import Policy
 from zerohop.workloads.session_specs import ConversationSource, PrefixPool, SyntheticConversations
+from zerohop.workloads.workload_base import SloSpec, WorkloadBase, text_prompts_only
 
 __all__ = [
     "KIND_CLASS_NAMES",
+    "AgentSpec",
     "ApiName",
     "ConversationSpec",
     "LongContextSpec",
@@ -53,98 +49,7 @@ __all__ = [
 ]
 
 
-_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
-
-
-class SloSpec(StrictModel):
-    """Service-level objectives in the one SLO grammar (`core.slo`, docs/slo.md), e.g.
-    `{ttft_p99_ms: 500, e2e_ms: 2000}`. Each objective judges the workload's requests on
-    its statistic and sets the per-request threshold its goodput counts against; the
-    run's `--slo`, when given, replaces every workload's own."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)  # the keys are the grammar's
-    __pydantic_extra__: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]]
-
-    @model_validator(mode="after")
-    def _in_the_grammar(self) -> SloSpec:
-        try:
-            parse_slo_mapping(self.objectives, where="slo")
-        except SloError as exc:  # the error's path already says `slo`
-            raise ValueError(str(exc).removeprefix("slo: ")) from None
-        return self
-
-    @property
-    def objectives(self) -> dict[str, float]:
-        """The objectives as the manifest and `--slo` write them (key → ms)."""
-        return {str(k): float(v) for k, v in (self.model_extra or {}).items()}
-
-    def request_meets(self, **values: float | None) -> bool:
-        """True when one successful request meets every per-request threshold (`ttft_ms=`,
-        `tpot_ms=`, ...). A missing measurement (no TPOT for a 1-token answer) passes."""
-        return request_meets(parse_slo_mapping(self.objectives, where="slo"), values)
-
-
-class _WorkloadBase(StrictModel):
-    name: str = Field(
-        pattern=_NAME_PATTERN,
-        max_length=64,
-        description="Unique name of the workload (letters, digits, _ . -); recorded per request.",
-    )
-    weight: int | None = Field(
-        default=None,
-        gt=0,
-        description="Locust user weight of this workload when workloads run together "
-        "(None: the weight of its kind's user class in loadtests/).",
-    )
-    api: ApiName | None = Field(
-        default=None,
-        description="Protocol override: openai-chat | openai-completions | anthropic "
-        "(None: the run's default).",
-    )
-    model: str | None = Field(
-        default=None,
-        min_length=1,
-        description="Model name to request (None: the server's first model).",
-    )
-    ignore_eos: bool = Field(
-        default=True,
-        description="Ask the server to ignore end-of-sequence so outputs reach max_tokens "
-        "(vLLM/SGLang extension; ignored by servers that do not know it).",
-    )
-    temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature.")
-    seed: int | None = Field(
-        default=None, ge=0, description="Seed of this workload's randomness (None: the run's seed)."
-    )
-    prompt_format: Literal["text", "token_ids"] = Field(
-        default="text",
-        description="`text`: generated words sized by calibration; `token_ids`: random token "
-        "ids sent on the completions API (exact size; needs api: openai-completions).",
-    )
-    token_id_vocab_size: int = Field(
-        default=32000,
-        gt=1000,
-        description="Token ids are drawn below this (prompt_format token_ids).",
-    )
-    slo: SloSpec = Field(
-        default_factory=lambda: SloSpec.model_validate({}),
-        description="Objectives in the SLO grammar (docs/slo.md), e.g. {ttft_p99_ms: 500}: "
-        "they decide this workload's goodput and verdict; a run's --slo replaces them.",
-    )
-    policy: Policy | None = Field(
-        default=None,
-        description="Client policy: timeouts, retries, continuation, fallback chain (None: one "
-        "attempt per request, the run's timeouts).",
-    )
-
-    @field_validator("prompt_format")
-    @classmethod
-    def _token_ids_need_completions(cls, value: str, info: ValidationInfo) -> str:
-        if value == "token_ids" and info.data.get("api") != "openai-completions":
-            raise ValueError("token_ids needs api: openai-completions")
-        return value
-
-
-class ShortQueryFloodSpec(_WorkloadBase):
+class ShortQueryFloodSpec(WorkloadBase):
     """Many tiny prompts with short outputs: per-request overhead, scheduler, HTTP path."""
 
     kind: Literal["short_query_flood"] = Field(description="Workload kind.")
@@ -162,7 +67,7 @@ class ShortQueryFloodSpec(_WorkloadBase):
     )
 
 
-class LongContextSpec(_WorkloadBase):
+class LongContextSpec(WorkloadBase):
     """Long documents with summary-length outputs: prefill cost and KV-cache pressure."""
 
     kind: Literal["long_context"] = Field(description="Workload kind.")
@@ -193,7 +98,7 @@ class LongContextSpec(_WorkloadBase):
 _MAX_DOCUMENT_TOKENS = 1_048_576
 
 
-class LoraMixSpec(_WorkloadBase):
+class LoraMixSpec(WorkloadBase):
     """Requests spread over N adapters with Zipf popularity; set N above what the server
     keeps resident to measure adapter swapping."""
 
@@ -248,7 +153,7 @@ _TRACE_SUFFIXES: Mapping[str, TraceFormat] = MappingProxyType(
 )
 
 
-class TraceReplaySpec(_WorkloadBase):
+class TraceReplaySpec(WorkloadBase):
     """Replay a public trace: its arrival times (scaled by `speed`) and its lengths."""
 
     kind: Literal["trace_replay"] = Field(description="Workload kind.")
@@ -354,7 +259,7 @@ def _format_of(data: Mapping[str, Any]) -> TraceFormat | None:
     return _TRACE_SUFFIXES.get(trace.suffix.lower())
 
 
-class ConversationSpec(_WorkloadBase):
+class ConversationSpec(WorkloadBase):
     """Multi-turn sessions: every turn sends the whole history, the model's own earlier
     answers included, plus a new user message, after a think time. A failed turn ends
     its session. Closed loop: each user runs one session after another; open loop:
@@ -388,10 +293,10 @@ class ConversationSpec(_WorkloadBase):
     @field_validator("prompt_format")
     @classmethod
     def _text_only(cls, value: str) -> str:
-        return _text_prompts(value)
+        return text_prompts_only(value)
 
 
-class SharedPrefixSpec(_WorkloadBase):
+class SharedPrefixSpec(WorkloadBase):
     """Each request is one system prompt from a pool (chosen by popularity) and a unique
     user question: the prefix cache's hit rate, and what it buys. `prefix_mode: unique`
     puts a random salt at the start of every prompt: the same sizes, zero reuse."""
@@ -421,18 +326,12 @@ class SharedPrefixSpec(_WorkloadBase):
     @field_validator("prompt_format")
     @classmethod
     def _text_only(cls, value: str) -> str:
-        return _text_prompts(value)
-
-
-def _text_prompts(value: str) -> str:
-    if value != "text":
-        raise ValueError("this kind builds its prompts from text: use prompt_format: text")
-    return value
+        return text_prompts_only(value)
 
 
 WorkloadSpec = Annotated[
     ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec | ConversationSpec
-    | SharedPrefixSpec,
+    | SharedPrefixSpec | AgentSpec,
     Field(discriminator="kind"),
 ]
 """One workload of any kind; `kind` picks the model."""
@@ -445,6 +344,7 @@ KIND_CLASS_NAMES: Mapping[str, str] = MappingProxyType(
         "trace_replay": "TraceReplay",
         "conversation": "Conversation",
         "shared_prefix": "SharedPrefix",
+        "agent": "Agent",
     }
 )
 """Workload kind -> the Locust user class name that runs it."""

@@ -136,7 +136,11 @@ class ClosedLoad(StrictModel):
     previous one ends (plus think time). Concurrency is the knob; the rate follows."""
 
     kind: Literal["closed"] = Field(description="Load kind: closed loop (concurrency).")
-    users: int = Field(default=1, gt=0, description="Concurrent users of this workload.")
+    users: int = Field(
+        default=1, gt=0,
+        description="Concurrent users of this workload, over all load-generator processes "
+        "(`zerohop run --users N` overrides: N users over all workloads by weight).",
+    )
     think_time_s: float = Field(
         default=0.0, ge=0, description="Pause between a response's end and the next request (s)."
     )

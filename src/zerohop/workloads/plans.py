@@ -61,7 +61,8 @@ class PlannedRequest:
     the adapter's name, which is how vLLM and SGLang address adapters. A prompt of
     several messages (a system prompt, a conversation's history) is `chat`, (role,
     content) pairs; `prompt` is then the same messages flattened (`chat_as_text`) for
-    the completions API."""
+    the completions API. An agent loop's history (`history`) is chat-shaped messages
+    with tool calls, which only the chat and Anthropic APIs carry."""
 
     workload: str
     kind: str
@@ -82,11 +83,23 @@ class PlannedRequest:
     chat: tuple[tuple[str, str], ...] | None = None
     session_id: str | None = None  # a conversation's session and turn (1, 2, ...)
     turn: int | None = None
+    # an agent loop's model call: its history in the chat API's shape (the model's
+    # tool calls and their results included; wins over `chat`), the tools it offers
+    # (OpenAI function tool definitions) and how it may use them, its step (1, 2, ...)
+    # and the loop's cap on steps
+    history: tuple[dict[str, Any], ...] | None = None
+    tools: tuple[dict[str, Any], ...] | None = None
+    tool_choice: str | None = None
+    agent_step: int | None = None
+    agent_max_steps: int | None = None
 
     @property
-    def messages(self) -> list[dict[str, str]] | None:
-        """The prompt as chat messages (chat and Anthropic APIs): `chat`, else one user
-        message; None for a token-id prompt, which only the completions API can carry."""
+    def messages(self) -> list[dict[str, Any]] | None:
+        """The prompt as chat messages (chat and Anthropic APIs): `history` or `chat`,
+        else one user message; None for a token-id prompt, which only the completions
+        API can carry."""
+        if self.history is not None:
+            return [dict(message) for message in self.history]
         if self.chat is not None:
             return [{"role": role, "content": content} for role, content in self.chat]
         if self.prompt is None:

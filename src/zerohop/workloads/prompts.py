@@ -7,27 +7,32 @@ line, `tokens = a * units + b`, where `b` is the chat template's overhead. Two p
 requests pin that line down (`TokenCalibration.fit`), after which any target size is one
 division away. Random words also keep requests from sharing prefixes by accident.
 
-For the token-id path (completions API with a list of ints) sizes are exact by
-construction: `token_ids(n, ...)`.
+Where the server's tokenizer is known word by word (`TokenCalibration.words`, a
+`word_counts.WordCounts`), `build_for_tokens` picks words whose counts add up to the
+target exactly instead. For the token-id path (completions API with a list of ints)
+sizes are exact by construction: `token_ids(n, ...)`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from zerohop.core.apis import DEFAULT_API, ApiName
+from zerohop.workloads.word_counts import WordCounts
 
 __all__ = [
     "PROBE_UNITS",
+    "WORDS_PER_SENTENCE",
     "PromptBuilder",
     "TokenCalibration",
     "count_regex_tokens",
     "default_calibration",
+    "exactness_problem",
     "token_ids",
 ]
 
@@ -75,8 +80,18 @@ class PromptBuilder:
     def build_for_tokens(
         self, target_tokens: int, rng: np.random.Generator, calibration: TokenCalibration
     ) -> str:
-        """Text whose server-side prompt size should be `target_tokens`."""
+        """Text whose server-side prompt size should be `target_tokens`: exactly, when
+        the calibration knows every word's count for this vocabulary."""
+        words = calibration.words
+        if words is not None and words.vocabulary_seed == self.vocabulary_seed:
+            return self.text_of(*words.choose(target_tokens, rng))
         return self.build_text(calibration.units_for_tokens(target_tokens, rng), rng)
+
+    def text_of(self, indices: Sequence[int] | np.ndarray, stop_last: bool = False) -> str:
+        """The words at these vocabulary indices, a full stop after every twelfth (and
+        after the last, if `stop_last`)."""
+        text = " ".join(self._units(np.asarray(indices, dtype=np.int64)).tolist())
+        return text + "." if stop_last and not text.endswith(".") else text
 
     def build_from_blocks(self, block_ids: Sequence[int], block_units: int, n_units: int) -> str:
         """Text made of fixed per-id blocks (the same id always gives the same words), cut
@@ -125,10 +140,12 @@ COARSE_TOKENS_PER_UNIT = 1.5
 @dataclass(frozen=True)
 class TokenCalibration:
     """`tokens = a * units + b` for one builder on one server/API: a is tokens per
-    generated word, b the fixed template overhead."""
+    generated word, b the fixed template overhead. `words`, when known: each word's
+    exact count on that server/API, which sizes single prompts exactly."""
 
     a: float
     b: float
+    words: WordCounts | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.a > 0:
@@ -186,6 +203,31 @@ def default_calibration(api: ApiName = DEFAULT_API, builder: PromptBuilder | Non
     overhead = 0 if api == "openai-completions" else _SIM_CHAT_OVERHEAD_TOKENS
     probes = [(n, count_regex_tokens(builder.build_text(n, rng)) + overhead) for n in PROBE_UNITS]
     return TokenCalibration.fit(probes)
+
+
+EXACT_CHECK_EXTRA_TOKENS: tuple[int, ...] = (2, 9, 31, 100, 333, 1000, 3000)
+"""The sizes a word table is checked on before it sizes prompts: these many tokens past
+the longest first word, short ones (the finishing words alone) to long ones."""
+
+
+def exactness_problem(builder: PromptBuilder, words: WordCounts,
+                      count: Callable[[str], int | None], *, limit: int | None = None,
+                      seed: int = 7) -> str | None:
+    """Why `words` does not size this builder's prompts exactly under `count` (the
+    tokenizer's count of the whole request with this prompt text, None when it gave
+    none), or None when prompts of every check size count what they were built for.
+    `limit`: no check prompt of `limit` tokens or more (a context length)."""
+    rng = np.random.default_rng(seed)
+    base = max(words.opening.values())
+    targets = [base + extra for extra in EXACT_CHECK_EXTRA_TOKENS
+               if limit is None or base + extra < limit]
+    for target in targets:
+        counted = count(builder.text_of(*words.choose(target, rng)))
+        if counted is None:
+            return f"gave no count for a check prompt of {target} tokens"
+        if counted != target:
+            return f"counted {counted} tokens for a prompt built word by word for {target}"
+    return None
 
 
 def token_ids(

@@ -19,8 +19,10 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from zerohop.workloads.adapters import AdapterSet
+from zerohop.workloads.agent_spec import FunctionDefinition, ToolDefinition
 from zerohop.workloads.distributions import FixedDist, LognormalDist, NormalDist, UniformDist
 from zerohop.workloads.kinds import (
+    AgentSpec,
     ConversationSpec,
     LongContextSpec,
     LoraMixSpec,
@@ -75,10 +77,11 @@ _SECTIONS: tuple[tuple[str, tuple[type[BaseModel], ...]], ...] = (
     (
         "Workload kinds",
         (ShortQueryFloodSpec, LongContextSpec, LoraMixSpec, TraceReplaySpec, ConversationSpec,
-         SharedPrefixSpec),
+         SharedPrefixSpec, AgentSpec),
     ),
     ("Conversation sources (`source:`)",
      (SyntheticConversations, ShareGptConversations, MooncakeConversations)),
+    ("Agent tools (`tools:`)", (ToolDefinition, FunctionDefinition)),
     ("Load (`load:`)", (ClosedLoad, OpenLoad, TraceLoad)),
     ("Arrivals (`load.arrival:`)", (PoissonArrival, GammaArrival, ConstantArrival)),
     (
@@ -146,6 +149,8 @@ def _show(value: Any) -> str:
         return "required"
     if isinstance(value, BaseModel):
         return str(value.model_dump(exclude_defaults=True))
+    if isinstance(value, list) and value and all(isinstance(v, BaseModel) for v in value):
+        return f"{len(value)} × {type(value[0]).__name__} (see meaning)"
     return repr(value)
 
 
