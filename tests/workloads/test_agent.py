@@ -294,4 +294,4 @@ def test_the_step_sizes_meet_the_servers_counts() -> None:
     assert max(map(abs, errors[1])) <= 2, errors
     later = [e for step, found in errors.items() if step > 1 for e in found]
     assert sum(abs(e) <= 3 for e in later) >= 0.95 * len(later), errors
-    assert planner.step_template_tokens() < 0
+    assert planner.template_tokens() < 0

@@ -29,7 +29,6 @@ from zerohop.microbench.kernels import cycles_guard
 from zerohop.microbench.plan import Plan
 from zerohop.microbench.progress import StepRecorder
 from zerohop.microbench.schema import BenchmarkResult
-from zerohop.microbench.stats import summarize
 
 STEPS = ("async launch", "launch + sync round trip", "graph replay", "stream priority")
 SPIN_THREADS_PER_BLOCK = 256
@@ -79,29 +78,15 @@ def _async_launch(
     )
     gpu_us = [us / n for us in batch_gpu_us]
     host_us = [us / n for us in batch_host_us]
-    rec.add(
-        "async_launch_us",
-        summarize(
-            gpu_us,
-            unit="us",
-            description=(
-                f"GPU time per empty kernel, {n} back-to-back launches released together "
-                "from a gate and timed with CUDA events (host enqueue cost excluded); "
-                f"one sample per batch{_discarded(timed_out)}"
-            ),
-        ),
-    )
-    rec.add(
-        "async_launch_host_us",
-        summarize(
-            host_us,
-            unit="us",
-            description=(
-                "host CPU time per kernel launch call through CuPy (Python + driver "
-                "enqueue), same batches as async_launch_us"
-            ),
-        ),
-    )
+    rec.add_samples("async_launch_us", gpu_us, unit="us", description=(
+        f"GPU time per empty kernel, {n} back-to-back launches released together "
+        "from a gate and timed with CUDA events (host enqueue cost excluded); "
+        f"one sample per batch{_discarded(timed_out)}"
+    ))
+    rec.add_samples("async_launch_host_us", host_us, unit="us", description=(
+        "host CPU time per kernel launch call through CuPy (Python + driver "
+        "enqueue), same batches as async_launch_us"
+    ))
 
 
 def _gated_runs(
@@ -163,17 +148,11 @@ def _launch_sync_roundtrip(
             samples_ns.append(perf() - t0)
             if (i & 255) == 255 and deadline.passed():
                 break
-    rec.add(
-        "launch_sync_roundtrip_us",
-        summarize(
-            [s / 1e3 for s in samples_ns],
-            unit="us",
-            description=(
-                "host clock around one empty-kernel launch + cudaStreamSynchronize "
-                "(non-blocking stream, default spin/yield scheduling)"
-            ),
-        ),
-    )
+    rec.add_samples("launch_sync_roundtrip_us", [s / 1e3 for s in samples_ns], unit="us",
+                    description=(
+                        "host clock around one empty-kernel launch + cudaStreamSynchronize "
+                        "(non-blocking stream, default spin/yield scheduling)"
+                    ))
 
 
 def _graph_replay(
@@ -201,26 +180,13 @@ def _graph_replay(
         run_name="replay", hold_gc=False,
     )
     per_node_us = [us / nodes for us in replay_us]
-    rec.add(
-        "graph_replay_per_node_us",
-        summarize(
-            per_node_us,
-            unit="us",
-            description=(
-                f"GPU time of one replay of a captured graph of {nodes} empty-kernel nodes, "
-                f"divided by {nodes}; replays released from a gate, timed with CUDA events"
-                f"{_discarded(timed_out)}"
-            ),
-        ),
-    )
-    rec.add(
-        "graph_launch_host_us",
-        summarize(
-            host_us,
-            unit="us",
-            description=f"host CPU time of one cudaGraphLaunch call ({nodes} nodes)",
-        ),
-    )
+    rec.add_samples("graph_replay_per_node_us", per_node_us, unit="us", description=(
+        f"GPU time of one replay of a captured graph of {nodes} empty-kernel nodes, "
+        f"divided by {nodes}; replays released from a gate, timed with CUDA events"
+        f"{_discarded(timed_out)}"
+    ))
+    rec.add_samples("graph_launch_host_us", host_us, unit="us",
+                    description=f"host CPU time of one cudaGraphLaunch call ({nodes} nodes)")
 
 
 def _stream_priority(ctx: BenchContext, rec: StepRecorder, empty: Any, arg: tuple) -> None:
@@ -281,25 +247,16 @@ def _stream_priority(ctx: BenchContext, rec: StepRecorder, empty: Any, arg: tupl
         f"{plan.priority_block_spin_us:g} us) on a priority-{least} stream fills the GPU; "
         f"stream priorities range {least} (least) .. {greatest} (greatest)"
     )
-    rec.add(
-        "small_kernel_latency_high_prio_us",
-        summarize(
-            latencies["high"],
-            unit="us",
-            description=(
-                f"events around a 1-warp kernel on a priority-{greatest} stream {context}"
-                f"{_discarded(not_overlapped, 'the long kernel had already ended')}"
-            ),
-        ),
-    )
-    rec.add(
-        "small_kernel_latency_low_prio_us",
-        summarize(
-            latencies["low"],
-            unit="us",
-            description=f"events around a 1-warp kernel on a priority-{least} stream {context}",
-        ),
-    )
+    rec.add_samples("small_kernel_latency_high_prio_us", latencies["high"], unit="us",
+                    description=(
+                        f"events around a 1-warp kernel on a priority-{greatest} stream "
+                        f"{context}"
+                        f"{_discarded(not_overlapped, 'the long kernel had already ended')}"
+                    ))
+    rec.add_samples("small_kernel_latency_low_prio_us", latencies["low"], unit="us",
+                    description=(
+                        f"events around a 1-warp kernel on a priority-{least} stream {context}"
+                    ))
 
 
 def stream_priority_range(cp: Any) -> tuple[int, int]:

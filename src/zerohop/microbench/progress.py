@@ -11,10 +11,11 @@ import contextlib
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol, TextIO
 
 from zerohop.microbench.schema import BenchmarkResult, CurvePoint, Stat, Status
+from zerohop.microbench.stats import summarize
 
 
 class Progress(Protocol):
@@ -92,6 +93,13 @@ class StepRecorder:
         if metric in self.metrics:
             raise ValueError(f"metric {metric!r} recorded twice")
         self.metrics[metric] = stat
+
+    def add_samples(
+        self, metric: str, samples: Sequence[float], *, unit: str, description: str
+    ) -> None:
+        """Record the summary (median, p99, spread: `stats.summarize`) of one metric's
+        samples."""
+        self.add(metric, summarize(samples, unit=unit, description=description))
 
     def warn(self, text: str) -> None:
         self.warnings.append(text)

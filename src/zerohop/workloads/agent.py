@@ -28,8 +28,7 @@ template overhead, then the mean of what the server's counts of earlier steps sh
 from __future__ import annotations
 
 import json
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,12 +36,10 @@ import numpy as np
 
 from zerohop.core import records as rec
 from zerohop.workloads.agent_spec import AgentSpec
-from zerohop.workloads.arrivals import schedule_for_load, worker_share
-from zerohop.workloads.kinds import ApiName
-from zerohop.workloads.load_spec import ClosedLoad
 from zerohop.workloads.plans import PlannedRequest
 from zerohop.workloads.prompts import count_regex_tokens
-from zerohop.workloads.worker_load import WorkerLoadShare, WorkerSetup
+from zerohop.workloads.session_planner import SessionPlanner
+from zerohop.workloads.worker_load import WorkerSetup
 
 __all__ = [
     "FAILED",
@@ -59,10 +56,6 @@ __all__ = [
     "tool_message",
 ]
 
-_ARRIVAL_STREAM = 1
-_CONTENT_STREAM = 2
-_CLOSED = 0  # loop streams: a closed-loop worker's n-th loop, or the n-th arrival
-_OPEN = 1
 _EXTRA_CALLS = 3  # the stream of draws for a step's second and later parallel calls
 
 # why a loop ended besides the two its last record says (`core.records.agent_loop_end`)
@@ -178,7 +171,7 @@ class AgentLoop:
             self.history = [{"role": "user", "content": task}]
             target = self.task_tokens
         else:
-            template = planner.step_template_tokens()
+            template = planner.template_tokens()
             target = round(self._last_input_tokens + self._added_tokens + template)
         self._pending = (target, template)
         return planner.request(self, target, self.steps_plan[self.steps].max_tokens)
@@ -195,7 +188,7 @@ class AgentLoop:
             self.end = FAILED
             return
         if result.input_tokens and self.steps > 1:  # the server's count shows the template
-            self.planner.observe_step_template(result.input_tokens - (target - template))
+            self.planner.observe_template(result.input_tokens - (target - template))
         self.end = rec.agent_loop_end(ok=True, tool_calls=len(result.tool_calls),
                                       step=self.steps, max_steps=self.planner.spec.max_steps)
         if self.end is not None:
@@ -252,52 +245,15 @@ def make_agent_planner(spec: AgentSpec, setup: WorkerSetup) -> AgentPlanner:
     return AgentPlanner(spec=spec, setup=setup)
 
 
-class AgentPlanner(WorkerLoadShare):
+class AgentPlanner(SessionPlanner[AgentLoop]):
     """Plans one worker's loops of one agent workload."""
 
     def __init__(self, *, spec: AgentSpec, setup: WorkerSetup) -> None:
-        self.spec = spec
-        self.api: ApiName = setup.api
-        self.builder = setup.builder
-        self.calibration = setup.calibration
-        self.worker_index = setup.worker_index
-        self.worker_count = setup.worker_count
+        super().__init__(spec=spec, setup=setup)
         self.tools = tuple(tool.request_entry() for tool in spec.tools)
-        self._seed = setup.seed
-        self._name_key = zlib.crc32(spec.name.encode())
-        self._rng = np.random.default_rng(
-            [setup.seed, self._name_key, _CONTENT_STREAM, setup.worker_index])
-        self._loops = 0
-        self._sequence = 0
-        self._template_sum = 0.0
-        self._template_count = 0
 
-    # --- loops ---------------------------------------------------------------------------
-    def next_session(self) -> AgentLoop:
-        """Closed loop: this worker's next loop."""
-        number = self._loops
-        self._loops += 1
-        return self._loop(f"{self.spec.name}-{self.worker_index}-{number}", None,
-                          (_CLOSED, self.worker_index, number))
-
-    def schedule(self, duration_s: float | None = None) -> Iterator[AgentLoop]:
-        """Open loop: this worker's share of the loop arrivals, in time order."""
-        load = self.spec.load
-        if isinstance(load, ClosedLoad):
-            raise ValueError(
-                f"workload '{self.workload}' is closed-loop: use next_session(), not schedule()"
-            )
-        arrivals = schedule_for_load(load, (self._seed, self._name_key, _ARRIVAL_STREAM))
-        for index, offset in worker_share(enumerate(arrivals), self.worker_index,
-                                          self.worker_count):
-            if duration_s is not None and offset >= duration_s:
-                return
-            self._loops += 1
-            yield self._loop(f"{self.spec.name}-a{index}", offset, (_OPEN, index))
-
-    def _loop(self, session_id: str, offset: float | None, stream: tuple[int, ...]
-              ) -> AgentLoop:
-        rng = np.random.default_rng([self._seed, self._name_key, _CONTENT_STREAM, *stream])
+    def _make(self, session_id: str, position: int, offset: float | None,
+              rng: np.random.Generator) -> AgentLoop:
         spec = self.spec
         steps = spec.max_steps
         task = max(1, spec.input_tokens.sample_one(rng))
@@ -329,20 +285,6 @@ class AgentPlanner(WorkerLoadShare):
         return StepPlan(0, float(self._latencies_s(rng, 1)[0]), max(1, results), 0.0)
 
     # --- the requests ----------------------------------------------------------------------
-    def step_template_tokens(self) -> float:
-        """What a later step's new messages add besides the words the server counts:
-        the mean of what its counts showed so far, else the calibration's template
-        overhead. It may be negative: a server may leave the calls' arguments, which the
-        answer's output tokens hold, out of its prompt count (the embedded target does)."""
-        if self._template_count == 0:
-            return max(0.0, self.calibration.b)
-        return self._template_sum / self._template_count
-
-    def observe_step_template(self, tokens: float) -> None:
-        """A later step's count, less the history, the answer and the results."""
-        self._template_sum += tokens
-        self._template_count += 1
-
     def request(self, loop: AgentLoop, target: int, max_tokens: int) -> PlannedRequest:
         """One model call of `loop` (called by the loop)."""
         spec = self.spec

@@ -13,9 +13,9 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from zerohop.core.apis import API_NAMES, api_spec
 from zerohop.workloads.distributions import Distribution, FixedDist, LognormalDist, UniformDist
-from zerohop.workloads.load_spec import ClosedLoad, ClosedOrOpenLoad
+from zerohop.workloads.load_spec import ClosedLoad, ClosedOrOpenLoad, ThinkTime
 from zerohop.workloads.model_base import StrictModel
-from zerohop.workloads.workload_base import WorkloadBase, text_prompts_only
+from zerohop.workloads.workload_base import TextPromptWorkload
 
 __all__ = ["AgentSpec", "FunctionDefinition", "ToolDefinition", "tools_refusal"]
 
@@ -78,7 +78,7 @@ def _zero_is_none(value: Any) -> Any:
         and value == 0 else value
 
 
-class AgentSpec(WorkloadBase):
+class AgentSpec(TextPromptWorkload):
     """Agent loops: every model call offers `tools` and sends the whole history. When the
     model asks for tools, the client answers each call with a mocked result of
     `tool_result_tokens` after `tool_latency_ms`, then calls the model again with the
@@ -133,10 +133,7 @@ class AgentSpec(WorkloadBase):
         description="Pause after the tool results before the next model call (the "
         "agent's own work, s).",
     )
-    think_time: Literal["constant", "exponential"] = Field(
-        default="exponential",
-        description="`constant`: exactly think_time_s; `exponential`: random with that mean.",
-    )
+    think_time: ThinkTime = "exponential"
     ignore_eos: bool = Field(
         default=False,
         description="Ask the server to ignore end-of-sequence. Off for agents: a model "
@@ -147,11 +144,6 @@ class AgentSpec(WorkloadBase):
         description="closed (users = loops at once; load.think_time_s between loops) or "
         "open (rate_rps = loop arrivals per second, max_in_flight caps live loops).",
     )
-
-    @field_validator("prompt_format")
-    @classmethod
-    def _text_only(cls, value: str) -> str:
-        return text_prompts_only(value)
 
     @field_validator("api")
     @classmethod

@@ -21,24 +21,22 @@ earlier turns (of any session of this worker) showed.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from zerohop.workloads.arrivals import schedule_for_load, worker_share
 from zerohop.workloads.conversation_sources import SessionShape, TurnShape, read_session_shapes
-from zerohop.workloads.kinds import ApiName, ConversationSpec
-from zerohop.workloads.load_spec import ClosedLoad
+from zerohop.workloads.kinds import ConversationSpec
 from zerohop.workloads.plans import PlannedRequest, chat_as_text
 from zerohop.workloads.prompts import count_regex_tokens
+from zerohop.workloads.session_planner import SessionPlanner
 from zerohop.workloads.session_specs import (
     MooncakeConversations,
     ShareGptConversations,
     SyntheticConversations,
 )
-from zerohop.workloads.worker_load import WorkerLoadShare, WorkerSetup
+from zerohop.workloads.worker_load import WorkerSetup
 
 __all__ = [
     "ConversationPlanner",
@@ -49,10 +47,6 @@ __all__ = [
     "run_session",
 ]
 
-_ARRIVAL_STREAM = 1
-_CONTENT_STREAM = 2
-_CLOSED = 0  # session streams: a closed-loop worker's n-th session, or the n-th arrival
-_OPEN = 1
 
 
 @dataclass(frozen=True)
@@ -115,7 +109,7 @@ class Session:
             target = plan.user_tokens
         else:
             units = calibration.block_units(plan.user_tokens)
-            template = self.planner.turn_template_tokens()
+            template = max(0.0, self.planner.template_tokens())
             target = round(self._last_input_tokens + plan.user_tokens + template)
         message = builder.build_text(units, self.rng)
         self._pending = (message, target, template)
@@ -130,7 +124,7 @@ class Session:
         message, target, template = self._pending
         self._pending = None
         if input_tokens and self.answered_turns > 0:  # the server's count shows the template
-            self.planner.observe_turn_template(input_tokens - (target - template))
+            self.planner.observe_template(input_tokens - (target - template))
         self.history += [("user", message), ("assistant", answer)]
         answer_tokens = output_tokens if output_tokens is not None else count_regex_tokens(answer)
         self._last_input_tokens = (input_tokens or target) + answer_tokens
@@ -168,55 +162,16 @@ def make_conversation_planner(
                                shapes=list(shapes) if shapes is not None else None)
 
 
-class ConversationPlanner(WorkerLoadShare):
+class ConversationPlanner(SessionPlanner[Session]):
     """Plans one worker's sessions of one conversation workload."""
 
     def __init__(self, *, spec: ConversationSpec, setup: WorkerSetup,
                  shapes: list[SessionShape] | None) -> None:
-        self.spec = spec
-        self.api: ApiName = setup.api
-        self.builder = setup.builder
-        self.calibration = setup.calibration
-        self.worker_index = setup.worker_index
-        self.worker_count = setup.worker_count
+        super().__init__(spec=spec, setup=setup)
         self._shapes = shapes
-        self._seed = setup.seed
-        self._name_key = zlib.crc32(spec.name.encode())
-        self._rng = np.random.default_rng(
-            [setup.seed, self._name_key, _CONTENT_STREAM, setup.worker_index])
-        self._sessions = 0
-        self._sequence = 0
-        self._template_sum = 0.0
-        self._template_count = 0
 
-    # --- sessions ------------------------------------------------------------------------
-    def next_session(self) -> Session:
-        """Closed loop: this worker's next session (worker i of N takes a file's
-        conversations i, i+N, ...)."""
-        number = self._sessions
-        self._sessions += 1
-        position = self.worker_index + number * self.worker_count
-        return self._session(f"{self.spec.name}-{self.worker_index}-{number}", position,
-                             None, (_CLOSED, self.worker_index, number))
-
-    def schedule(self, duration_s: float | None = None) -> Iterator[Session]:
-        """Open loop: this worker's share of the session arrivals, in time order."""
-        load = self.spec.load
-        if isinstance(load, ClosedLoad):
-            raise ValueError(
-                f"workload '{self.workload}' is closed-loop: use next_session(), not schedule()"
-            )
-        arrivals = schedule_for_load(load, (self._seed, self._name_key, _ARRIVAL_STREAM))
-        for index, offset in worker_share(enumerate(arrivals), self.worker_index,
-                                          self.worker_count):
-            if duration_s is not None and offset >= duration_s:
-                return
-            self._sessions += 1
-            yield self._session(f"{self.spec.name}-a{index}", index, offset, (_OPEN, index))
-
-    def _session(self, session_id: str, position: int, offset: float | None,
-                 stream: tuple[int, ...]) -> Session:
-        rng = np.random.default_rng([self._seed, self._name_key, _CONTENT_STREAM, *stream])
+    def _make(self, session_id: str, position: int, offset: float | None,
+              rng: np.random.Generator) -> Session:
         if self._shapes is None:
             shape = self._synthetic_shape(rng)
         else:
@@ -262,20 +217,6 @@ class ConversationPlanner(WorkerLoadShare):
         return float(self.spec.think_time_s)
 
     # --- the requests ----------------------------------------------------------------------
-    def turn_template_tokens(self) -> float:
-        """What a later turn's two new messages add besides their words: the mean of
-        what the server's counts showed so far (each count also carries a message's
-        rounding to whole words, which the mean evens out), else the calibration's
-        template overhead."""
-        if self._template_count == 0:
-            return max(0.0, self.calibration.b)
-        return max(0.0, self._template_sum / self._template_count)
-
-    def observe_turn_template(self, tokens: float) -> None:
-        """A later turn's count, less its words and the history: its template."""
-        self._template_sum += tokens
-        self._template_count += 1
-
     def request(self, session: Session, chat: tuple[tuple[str, str], ...], target: int,
                 max_tokens: int) -> PlannedRequest:
         """One turn's request (called by the session)."""

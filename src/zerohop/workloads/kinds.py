@@ -27,10 +27,10 @@ from zerohop.workloads.distributions import (
     FixedDist,
     UniformDist,
 )
-from zerohop.workloads.load_spec import AnyLoad, ClosedLoad, ClosedOrOpenLoad, TraceLoad
+from zerohop.workloads.load_spec import AnyLoad, ClosedLoad, ClosedOrOpenLoad, ThinkTime, TraceLoad
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.session_specs import ConversationSource, PrefixPool, SyntheticConversations
-from zerohop.workloads.workload_base import SloSpec, WorkloadBase, text_prompts_only
+from zerohop.workloads.workload_base import SloSpec, TextPromptWorkload, WorkloadBase
 
 __all__ = [
     "KIND_CLASS_NAMES",
@@ -259,7 +259,7 @@ def _format_of(data: Mapping[str, Any]) -> TraceFormat | None:
     return _TRACE_SUFFIXES.get(trace.suffix.lower())
 
 
-class ConversationSpec(WorkloadBase):
+class ConversationSpec(TextPromptWorkload):
     """Multi-turn sessions: every turn sends the whole history, the model's own earlier
     answers included, plus a new user message, after a think time. A failed turn ends
     its session. Closed loop: each user runs one session after another; open loop:
@@ -277,10 +277,7 @@ class ConversationSpec(WorkloadBase):
     think_time_s: float = Field(
         default=1.0, ge=0, description="Pause between a turn's answer and the next turn (s)."
     )
-    think_time: Literal["constant", "exponential"] = Field(
-        default="exponential",
-        description="`constant`: exactly think_time_s; `exponential`: random with that mean.",
-    )
+    think_time: ThinkTime = "exponential"
     scale_tokens: TokenScaling | None = Field(
         default=None, description="Scale/cap the user message and answer lengths."
     )
@@ -290,13 +287,8 @@ class ConversationSpec(WorkloadBase):
         "or open (rate_rps = sessions per second).",
     )
 
-    @field_validator("prompt_format")
-    @classmethod
-    def _text_only(cls, value: str) -> str:
-        return text_prompts_only(value)
 
-
-class SharedPrefixSpec(WorkloadBase):
+class SharedPrefixSpec(TextPromptWorkload):
     """Each request is one system prompt from a pool (chosen by popularity) and a unique
     user question: the prefix cache's hit rate, and what it buys. `prefix_mode: unique`
     puts a random salt at the start of every prompt: the same sizes, zero reuse."""
@@ -322,11 +314,6 @@ class SharedPrefixSpec(WorkloadBase):
         default_factory=lambda: ClosedLoad(kind="closed", users=4),
         description="closed (users, think time) or open (rate, arrivals, cap, shape).",
     )
-
-    @field_validator("prompt_format")
-    @classmethod
-    def _text_only(cls, value: str) -> str:
-        return text_prompts_only(value)
 
 
 WorkloadSpec = Annotated[

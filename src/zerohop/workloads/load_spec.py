@@ -29,6 +29,7 @@ __all__ = [
     "SpikeShape",
     "StepPoint",
     "StepShape",
+    "ThinkTime",
     "TraceLoad",
 ]
 
@@ -130,6 +131,13 @@ Shape = Annotated[
 ]
 
 
+ThinkTime = Annotated[
+    Literal["constant", "exponential"],
+    Field(description="`constant`: exactly think_time_s; `exponential`: random with that mean."),
+]
+"""How a pause of mean `think_time_s` is drawn: a closed-loop user's between requests, a
+conversation's between turns, an agent's between steps."""
+
 
 class ClosedLoad(StrictModel):
     """Closed loop: a fixed number of users, each sending its next request when the
@@ -144,10 +152,7 @@ class ClosedLoad(StrictModel):
     think_time_s: float = Field(
         default=0.0, ge=0, description="Pause between a response's end and the next request (s)."
     )
-    think_time: Literal["constant", "exponential"] = Field(
-        default="constant",
-        description="`constant`: exactly think_time_s; `exponential`: random with that mean.",
-    )
+    think_time: ThinkTime = "constant"
 
 
 class OpenLoad(StrictModel):

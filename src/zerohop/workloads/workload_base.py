@@ -1,5 +1,6 @@
 """What every workload kind shares: its name, weight, API, model, sampling, prompt
-format, SLOs and client policy (`WorkloadBase`), and the SLO block itself.
+format, SLOs and client policy (`WorkloadBase`), the SLO block itself, and the base of
+the kinds that build their prompts from text (`TextPromptWorkload`).
 
 The kinds (`kinds`, `agent_spec`) add what they send on top.
 """
@@ -15,7 +16,7 @@ from zerohop.core.slo import SloError, parse_slo_mapping, request_meets
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.policy_spec import Policy
 
-__all__ = ["SloSpec", "WorkloadBase", "text_prompts_only"]
+__all__ = ["SloSpec", "TextPromptWorkload", "WorkloadBase"]
 
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -111,8 +112,13 @@ class WorkloadBase(StrictModel):
         return value
 
 
-def text_prompts_only(value: str) -> str:
-    """`prompt_format`'s check for a kind that builds its prompts from text."""
-    if value != "text":
-        raise ValueError("this kind builds its prompts from text: use prompt_format: text")
-    return value
+class TextPromptWorkload(WorkloadBase):
+    """A kind that builds its prompts from text (conversations, shared prefixes, agent
+    loops): `prompt_format` must stay `text`."""
+
+    @field_validator("prompt_format")
+    @classmethod
+    def _text_only(cls, value: str) -> str:
+        if value != "text":
+            raise ValueError("this kind builds its prompts from text: use prompt_format: text")
+        return value
