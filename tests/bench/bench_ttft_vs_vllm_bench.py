@@ -343,6 +343,16 @@ def compare(tool: str, requests: Sequence[ToolRequest], wire: Sequence[Exchange]
     )
 
 
+def write_pairs(path: Path, requests: Sequence[ToolRequest], wire: Sequence[Exchange]) -> None:
+    """Every matched request with its exchange's packet times, for a second look."""
+    pd.DataFrame([
+        {"sent_ns": r.sent_ns, "tool_ttft_ms": r.ttft_ms, "client_port": e.client_port,
+         "post_ns": e.post_ns, "role_ns": e.role_ns, "content_ns": e.content_ns,
+         "wire_ttft_ms": e.ttft_ms}
+        for r, e in match(requests, wire)
+    ]).to_csv(path, index=False)
+
+
 def render(comparisons: Sequence[Comparison]) -> str:
     def stats(values: np.ndarray) -> str:
         if not len(values) or np.isnan(values).all():
@@ -450,8 +460,11 @@ def measure(args: argparse.Namespace, out: Path) -> list[Comparison]:
           f"realtime − monotonic moved {(offset_after - offset_before) / 1e3:+.1f} µs "
           f"during vllm bench", flush=True)
     offset = (offset_before + offset_after) // 2
-    return [compare("vllm bench serve", vllm_bench_requests(bench_json, offset), wire),
-            compare("zerohop", zerohop_requests(parquet), wire)]
+    tools = {"vllm bench serve": vllm_bench_requests(bench_json, offset),
+             "zerohop": zerohop_requests(parquet)}
+    for tool, requests in tools.items():
+        write_pairs(out / f"pairs-{tool.split()[0]}.csv", requests, wire)
+    return [compare(tool, requests, wire) for tool, requests in tools.items()]
 
 
 # --- the capture check, without vLLM ----------------------------------------------------
@@ -525,7 +538,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=60, help="per tool")
     parser.add_argument("--rate", type=float, default=3.0, help="req/s, Poisson, per tool")
     parser.add_argument("--output-tokens", type=int, default=32)
-    parser.add_argument("--keep", type=Path, help="keep logs and results in this folder")
+    parser.add_argument("--keep", type=Path, help="keep logs, results and each tool's "
+                        "matched packet times (pairs-*.csv) in this folder")
     parser.add_argument("--check-capture", action="store_true",
                         help="check the capture on a local HTTP server; no vLLM")
     args = parser.parse_args()
