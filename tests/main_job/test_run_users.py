@@ -50,10 +50,10 @@ def test_the_files_set_the_users_unless_the_command_line_does(tmp_path: Path) ->
 
 def test_the_default_run_has_a_user_for_every_default_workload(tmp_path: Path) -> None:
     """The four shipped defaults: the flood (open) and the trace one slot each, the long
-    documents 2 and the LoRA mix 4 closed-loop users."""
+    documents 1 and the LoRA mix 2 closed-loop users."""
     plan = _plan()
-    assert (plan.users, plan.users_from_files) == (1 + 2 + 4 + 1, True)
-    assert _u_and_override(plan, tmp_path) == ("8", False)
+    assert (plan.users, plan.users_from_files) == (1 + 1 + 2 + 1, True)
+    assert _u_and_override(plan, tmp_path) == ("5", False)
 
 
 @pytest.mark.parametrize("classes, expected", [
