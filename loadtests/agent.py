@@ -14,6 +14,4 @@ install(events)
 
 class Agent(SessionUser):
     workload_kind = "agent"
-    default_workload_file = "agent.yaml"
-    runs_by_default = False  # not part of the default run set
     weight = 1  # for a workload whose file sets no weight

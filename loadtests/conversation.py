@@ -12,6 +12,4 @@ install(events)
 
 class Conversation(SessionUser):
     workload_kind = "conversation"
-    default_workload_file = "conversation.yaml"
-    runs_by_default = False  # not part of the default run set
     weight = 1  # for a workload whose file sets no weight

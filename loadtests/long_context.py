@@ -10,5 +10,4 @@ install(events)
 
 class LongContextSummarisation(LLMUser):
     workload_kind = "long_context"
-    default_workload_file = "long_context.yaml"
     weight = 1  # for a workload whose file sets no weight

@@ -11,5 +11,4 @@ install(events)
 
 class LoRAMix(LLMUser):
     workload_kind = "lora_mix"
-    default_workload_file = "lora_mix.yaml"
     weight = 2  # for a workload whose file sets no weight

@@ -13,6 +13,4 @@ install(events)
 
 class SharedPrefix(LLMUser):
     workload_kind = "shared_prefix"
-    default_workload_file = "shared_prefix.yaml"
-    runs_by_default = False  # not part of the default run set
     weight = 1  # for a workload whose file sets no weight

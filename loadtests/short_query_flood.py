@@ -10,5 +10,4 @@ install(events)
 
 class ShortQueryFlood(LLMUser):
     workload_kind = "short_query_flood"
-    default_workload_file = "short_query_flood.yaml"
     weight = 4  # for a workload whose file sets no weight

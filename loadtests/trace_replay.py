@@ -10,6 +10,5 @@ install(events)
 
 class TraceReplay(LLMUser):
     workload_kind = "trace_replay"
-    default_workload_file = "trace_replay_azure_conv.yaml"
     weight = 1  # for a workload whose file sets no weight
     fixed_count = 1  # the dispatcher sends on the trace's clock; one user holds the slot

@@ -54,23 +54,23 @@ def test_every_workload_kind_has_its_locustfile_with_its_class() -> None:
         assert class_name in classes, (path, classes)
 
 
-def test_the_runners_default_files_are_the_locustfiles_own() -> None:
-    """`zerohop run` sizes -u from each class's default file without importing Locust:
-    its copy of `default_workload_file` and `runs_by_default` must be the classes'."""
-    from zerohop.runner.plan import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
+def test_the_default_files_are_written_once() -> None:
+    """`zerohop run` sizes -u from each kind's default file without importing Locust,
+    and the locustfiles' classes take theirs from the same table: no locustfile keeps a
+    copy of `default_workload_file` or `runs_by_default` that could drift from it."""
+    from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
 
     assert set(DEFAULT_WORKLOAD_FILES) == set(KIND_CLASS_NAMES)
+    assert set(DEFAULT_RUN_KINDS) <= set(KIND_CLASS_NAMES)
     for kind, class_name in KIND_CLASS_NAMES.items():
         (path,) = shipped.locustfiles([kind])
         (cls,) = [node for node in ast.parse(path.read_text()).body
                   if isinstance(node, ast.ClassDef) and node.name == class_name]
-        assigned = {target.id: node.value for node in cls.body
+        assigned = {target.id for node in cls.body
                     if isinstance(node, ast.Assign) for target in node.targets
                     if isinstance(target, ast.Name)}
-        default_file = ast.literal_eval(assigned["default_workload_file"])
-        by_default = ast.literal_eval(assigned.get("runs_by_default", ast.Constant(True)))
-        assert default_file == DEFAULT_WORKLOAD_FILES[kind], path
-        assert by_default == (kind in DEFAULT_RUN_KINDS), path
+        assert not assigned & {"default_workload_file", "runs_by_default"}, path
+        assert (shipped.workloads_dir() / DEFAULT_WORKLOAD_FILES[kind]).is_file(), kind
 
 
 def test_locustfile_prints_the_folder_or_the_named_files() -> None:

@@ -176,18 +176,25 @@ def test_a_class_not_run_by_default_runs_only_when_a_file_or_the_command_names_i
 
 @pytest.mark.unit
 def test_the_shipped_new_kinds_are_not_in_the_default_run_set() -> None:
-    import ast
-
-    from zerohop.shipped import locustfiles
+    from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
 
     for kind in ("conversation", "shared_prefix", "agent"):
-        (path,) = locustfiles([kind])
-        assigned = {target.id: node.value for cls in ast.parse(path.read_text()).body
-                    if isinstance(cls, ast.ClassDef) for node in cls.body
-                    if isinstance(node, ast.Assign) for target in node.targets
-                    if isinstance(target, ast.Name)}
-        value = assigned["runs_by_default"]
-        assert isinstance(value, ast.Constant) and value.value is False, path
+        assert kind not in DEFAULT_RUN_KINDS
+        assert DEFAULT_WORKLOAD_FILES[kind] == f"{kind}.yaml"
+
+
+@pytest.mark.integration  # importing Locust opens a socket
+def test_a_user_class_takes_its_default_file_and_run_set_from_the_tables() -> None:
+    from zerohop.loadgen.users import LLMUser
+
+    for kind in ("conversation", "shared_prefix", "agent"):
+        user = type(f"Probe_{kind}", (LLMUser,), {"workload_kind": kind, "abstract": True})
+        assert user.runs_by_default is False, kind
+        assert user.default_workload_file == f"{kind}.yaml"
+    flood = type("Probe_flood", (LLMUser,), {"workload_kind": "short_query_flood",
+                                             "abstract": True})
+    assert (flood.runs_by_default, flood.default_workload_file) == (
+        True, "short_query_flood.yaml")
 
 
 class Agent:

@@ -22,19 +22,30 @@ from zerohop.core import records as rec
 from zerohop.core.records import RequestRecord
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
+from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
 
 
 class LLMUser(User):
-    """Base class: the locustfiles' subclasses name their workload kind and default YAML
-    file; `selection.workload_class` derives from them the class that runs one workload.
-    A class with `runs_by_default = False` runs only when a --workload file names its
-    kind or the command line names the class (its default file is an example)."""
+    """Base class: the locustfiles' subclasses name their workload kind; its default YAML
+    file and whether it runs by default come from `workloads.inputs`' tables (a class may
+    still set them); `selection.workload_class` derives from them the class that runs one
+    workload. A class with `runs_by_default = False` runs only when a --workload file
+    names its kind or the command line names the class (its default file is an example)."""
 
     abstract = True
     workload_kind: ClassVar[str] = ""
     default_workload_file: ClassVar[str] = ""
     runs_by_default: ClassVar[bool] = True
     workload_spec: ClassVar[Any] = None  # set on the classes `selection.workload_class` makes
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("workload_kind")
+        if kind:
+            if "default_workload_file" not in cls.__dict__:
+                cls.default_workload_file = DEFAULT_WORKLOAD_FILES.get(kind, "")
+            if "runs_by_default" not in cls.__dict__:
+                cls.runs_by_default = kind in DEFAULT_RUN_KINDS
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)

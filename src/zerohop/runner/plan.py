@@ -4,32 +4,18 @@ build from their own."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
 from zerohop.workloads.kinds import KIND_CLASS_NAMES
 from zerohop.workloads.load_spec import ClosedLoad
 
 CLASS_NAMES = tuple(KIND_CLASS_NAMES.values())
 
-# What the locustfiles' classes declare, for a plan made without importing Locust: the
-# shipped file each kind's class runs when no --workload file names the kind
-# (`default_workload_file`), and the kinds whose classes run by default
-# (`runs_by_default`). tests/install/test_shipped.py holds both to the locustfiles.
-DEFAULT_WORKLOAD_FILES: Mapping[str, str] = MappingProxyType({
-    "short_query_flood": "short_query_flood.yaml",
-    "long_context": "long_context.yaml",
-    "lora_mix": "lora_mix.yaml",
-    "trace_replay": "trace_replay_azure_conv.yaml",
-    "conversation": "conversation.yaml",
-    "shared_prefix": "shared_prefix.yaml",
-    "agent": "agent.yaml",
-})
-DEFAULT_RUN_KINDS = ("short_query_flood", "long_context", "lora_mix", "trace_replay")
 
 
 @dataclass
