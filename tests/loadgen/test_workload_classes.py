@@ -183,18 +183,28 @@ def test_the_shipped_new_kinds_are_not_in_the_default_run_set() -> None:
         assert DEFAULT_WORKLOAD_FILES[kind] == f"{kind}.yaml"
 
 
-@pytest.mark.integration  # importing Locust opens a socket
+@pytest.mark.integration  # in a child: importing Locust patches this process's sockets
 def test_a_user_class_takes_its_default_file_and_run_set_from_the_tables() -> None:
-    from zerohop.loadgen.users import LLMUser
+    import json
+    import subprocess
+    import sys
 
+    probe = (
+        "import json\n"
+        "from zerohop.loadgen.users import LLMUser\n"
+        "out = {}\n"
+        "for kind in ('conversation', 'shared_prefix', 'agent', 'short_query_flood'):\n"
+        "    user = type('Probe_' + kind, (LLMUser,), {'workload_kind': kind, 'abstract': True})\n"
+        "    out[kind] = [user.runs_by_default, user.default_workload_file]\n"
+        "print(json.dumps(out))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
     for kind in ("conversation", "shared_prefix", "agent"):
-        user = type(f"Probe_{kind}", (LLMUser,), {"workload_kind": kind, "abstract": True})
-        assert user.runs_by_default is False, kind
-        assert user.default_workload_file == f"{kind}.yaml"
-    flood = type("Probe_flood", (LLMUser,), {"workload_kind": "short_query_flood",
-                                             "abstract": True})
-    assert (flood.runs_by_default, flood.default_workload_file) == (
-        True, "short_query_flood.yaml")
+        assert got[kind] == [False, f"{kind}.yaml"], kind
+    assert got["short_query_flood"] == [True, "short_query_flood.yaml"]
 
 
 class Agent:
