@@ -117,7 +117,7 @@ def test_reads_timestamped_as_they_arrive() -> None:
 def test_ttft_timeout_applies_before_content() -> None:
     server = PacedServer([(0.0, HEAD), (1.0, _chunk(b"data: 1\n\n"))])
     ex, _ = stream_request(server.url, REQ, Timeouts(ttft_s=0.2),
-                           first_content=lambda payload: b"data:" in payload)
+                           first_content=lambda _ts, payload: b"data:" in payload)
     assert ex.end == END_TIMEOUT_TTFT
     assert 0.15 < (ex.end_ns - ex.sent_ns) / 1e9 < 0.8
 
@@ -127,7 +127,7 @@ def test_stall_after_first_content() -> None:
     server = PacedServer([(0.0, HEAD), (0.0, _chunk(b"data: 1\n\n")),
                           (1.0, _chunk(b"data: 2\n\n"))])
     ex, _ = stream_request(server.url, REQ, Timeouts(ttft_s=5, stall_s=0.2),
-                           first_content=lambda payload: b"data:" in payload)
+                           first_content=lambda _ts, payload: b"data:" in payload)
     assert ex.end == END_STALL
     assert ex.first_content_ns is not None
 

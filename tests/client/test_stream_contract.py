@@ -21,7 +21,7 @@ import pytest
 
 from zerohop.client.adapters import create_adapter
 from zerohop.client.http_stream import END_COMPLETE, RawExchange
-from zerohop.client.measure import build_record
+from zerohop.client.measure import StreamDecode, build_record
 from zerohop.core.records import ClockAnchor, RequestRecord
 
 pytestmark = pytest.mark.unit
@@ -129,3 +129,35 @@ def test_a_role_only_first_chunk_never_times_the_first_token() -> None:
     record, blocks, _ = replay(path)
     assert b'"role":"assistant","content":""' in blocks[0]
     assert record.ttft_ms == pytest.approx(2 * NS_PER_READ / 1e6)
+
+
+@pytest.mark.parametrize("path", [p for p in STREAMS_DIR.glob("*.json")
+                                  if p.with_suffix(".sse").exists()], ids=lambda p: p.stem)
+def test_decoding_started_on_the_hot_path_ends_as_a_whole_decode_would(path: Path) -> None:
+    """The client decodes a stream's first reads while it is open (to know when content
+    began) and the rest after it ends, each byte once (`StreamDecode`): the record, the
+    answer text and the tool calls must be those of one decode of the whole stream,
+    wherever the content began."""
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    adapter = create_adapter(spec["api"])
+    blocks = sse_blocks(path.with_suffix(".sse").read_bytes())
+    reads = [((i + 1) * NS_PER_READ, block) for i, block in enumerate(blocks)]
+
+    def record_of(split: bool) -> tuple[dict[str, Any], list[str], list[Any]]:
+        exchange = RawExchange(sent_ns=0, status=200, reads=list(reads), end=END_COMPLETE,
+                               end_ns=(len(reads) + 1) * NS_PER_READ)
+        answer: list[str] = []
+        calls: list[Any] = []
+        scan = None
+        if split:
+            scan = StreamDecode(adapter, answer=answer, collect_calls=True)
+            for ts, payload in reads:
+                if scan.feed_early(ts, payload):
+                    break
+        record = RequestRecord(request_id="r1", workload="golden", api=spec["api"], model="m")
+        build_record(record, exchange, adapter, ClockAnchor(0, 0), answer=answer,
+                     tool_calls=calls, scan=scan)
+        return record.to_row(), answer, calls
+
+    whole, split = record_of(split=False), record_of(split=True)
+    assert split == whole

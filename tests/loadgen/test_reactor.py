@@ -43,7 +43,7 @@ def test_pump_reads_between_slices_of_other_work_so_tokens_keep_their_own_stamps
     reactor = EpollReactor()
     ex = RawExchange(sent_ns=0)
     reader = ResponseReader(ex, Timeouts(ttft_s=5, stall_s=5, total_s=5), 0,
-                            first_content=lambda body: b"data:" in body)
+                            first_content=lambda _ts, body: b"data:" in body)
     waiting = gevent.spawn(reactor.read, client, reader)
     gevent.sleep(0)  # the stream is registered; from here on this greenlet never yields
     server.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -79,16 +79,17 @@ def stream_request(
     request: HttpRequest,
     timeouts: Timeouts,
     *,
-    first_content: Callable[[bytes], bool] | None = None,
+    first_content: Callable[[int, bytes], bool] | None = None,
     clock: Callable[[], int] = time.perf_counter_ns,
     sock: socket.socket | None = None,
     reactor: Reactor | None = None,
 ) -> tuple[RawExchange, socket.socket | None]:
     """Send one request and read the whole response as it arrives.
 
-    `first_content(payload_so_far)` tells, while no content has been seen, whether the
-    body bytes so far hold a content event; until it says yes the TTFT limit applies,
-    after it the stall limit. Returns the exchange and the socket when it may be reused
+    `first_content(ts, payload)` is given each body read while no content has been seen
+    (an incremental decoder: `measure.StreamDecode.feed_early`) and tells whether the body
+    so far holds a content event; until it says yes the TTFT limit applies, after it the
+    stall limit. Returns the exchange and the socket when it may be reused
     (keep-alive, body complete), else None. A `reactor` (one per process, serving every
     stream at once) does the reading instead of this call's own loop.
     """
@@ -101,7 +102,7 @@ def stream_request(
     start_ns = clock()
     if sock is None:
         try:
-            sock = socket.create_connection((host, port), timeout=timeouts.connect_s)
+            sock = _connect(host, port, timeouts.connect_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             enable_kernel_timestamps(sock)
         except OSError as exc:
@@ -127,6 +128,33 @@ def stream_request(
         _close(sock)
         return ex, None
     return ex, sock
+
+
+RESOLVE_TTL_S = 30.0
+_resolved: dict[tuple[str, int], tuple[float, list[tuple]]] = {}
+
+
+def _connect(host: str, port: int, timeout_s: float) -> socket.socket:
+    """`socket.create_connection` with the name resolved at most every RESOLVE_TTL_S:
+    under gevent every lookup, even of a literal address, is a trip through a thread
+    pool, which cost more than the request itself when a burst of arrivals opens new
+    connections (tests/bench/bench_open_loop_sender.py). Addresses are tried in order."""
+    now = time.monotonic()
+    cached = _resolved.get((host, port))
+    if cached is None or now - cached[0] > RESOLVE_TTL_S:
+        cached = (now, socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM))
+        _resolved[(host, port)] = cached
+    error: OSError | None = None
+    for family, kind, proto, _name, address in cached[1]:
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout_s)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            error = exc
+            sock.close()
+    raise error or OSError(f"no address for {host}:{port}")
 
 
 class Reactor(Protocol):
@@ -155,8 +183,9 @@ def stamped_recv(sock: socket.socket, clock: Callable[[], int]
     """A `recv` returning (bytes, perf_counter_ns of their arrival). With kernel stamps
     the kernel's wall-clock arrival is mapped onto perf_counter through the offset read at
     that moment (so wall-clock steps during a run do not leak in), never later than the
-    read itself. An injected clock (tests) always stamps at the read."""
-    if clock is time.perf_counter_ns and _kernel_stamps_on(sock):
+    read itself; a read without a stamp (the socket never asked for them) is stamped
+    when it returned. An injected clock (tests) always stamps at the read."""
+    if clock is time.perf_counter_ns and sys.platform.startswith("linux") and _ANC_BYTES:
         recvmsg, unpack = sock.recvmsg, _TIMESPEC.unpack_from
         perf_ns, wall_ns = time.perf_counter_ns, time.time_ns
 
@@ -179,15 +208,6 @@ def stamped_recv(sock: socket.socket, clock: Callable[[], int]
     return plain
 
 
-def _kernel_stamps_on(sock: socket.socket) -> bool:
-    if not sys.platform.startswith("linux") or not _ANC_BYTES:
-        return False
-    try:
-        return sock.getsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS) != 0
-    except OSError:
-        return False
-
-
 def _request_head(request: HttpRequest, netloc: str) -> bytes:
     lines = [f"{request.method} {request.path} HTTP/1.1", f"Host: {netloc}"]
     lower = {k.lower() for k in request.headers}
@@ -206,7 +226,7 @@ def _read_response(
     ex: RawExchange,
     timeouts: Timeouts,
     start_ns: int,
-    first_content: Callable[[bytes], bool] | None,
+    first_content: Callable[[int, bytes], bool] | None,
     clock: Callable[[], int],
 ) -> bool:
     """Fill `ex` with blocking (or gevent-cooperative) reads; return True when the
@@ -239,7 +259,7 @@ class ResponseReader:
     a reactor serving many sockets — feeds it; it never touches the socket itself."""
 
     def __init__(self, ex: RawExchange, timeouts: Timeouts, start_ns: int,
-                 first_content: Callable[[bytes], bool] | None) -> None:
+                 first_content: Callable[[int, bytes], bool] | None) -> None:
         self.ex = ex
         self.done = False
         self.reusable = False
@@ -251,7 +271,6 @@ class ResponseReader:
         self._body_started = False
         self._decoder: ChunkedDecoder | None = None
         self._content_left: int | None = None
-        self._early = b""  # body bytes kept only until first content is detected
         self._awaiting_content = True  # the TTFT limit applies until content arrives
         self._last_read_ns = ex.sent_ns
 
@@ -305,12 +324,10 @@ class ResponseReader:
                 self._content_left -= len(payload)
         if payload:
             ex.reads.append((ts, payload))
-            if self._awaiting_content:
-                self._early += payload
-                if self._first_content is None or self._first_content(self._early):
-                    ex.first_content_ns = ts
-                    self._awaiting_content = False
-                    self._early = b""
+            if self._awaiting_content and (
+                    self._first_content is None or self._first_content(ts, payload)):
+                ex.first_content_ns = ts
+                self._awaiting_content = False
         if (self._decoder is not None and self._decoder.done) or self._content_left == 0:
             self._end(ts, END_COMPLETE)
             self.reusable = ex.headers.get("connection", "").lower() != "close"

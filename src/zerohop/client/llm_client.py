@@ -8,6 +8,7 @@ knows nothing of Locust; the Locust users call it and fire Locust's events.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import socket
@@ -16,16 +17,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from zerohop.client.http_stream import END_RESET, RawExchange, Reactor, Timeouts, stream_request
-from zerohop.client.measure import build_record, content_detector
+from zerohop.client.measure import StreamDecode, build_record
 from zerohop.client.protocols import ApiAdapter, GenerationRequest, HttpRequest, StreamedToolCall
 from zerohop.core import records as rec
 from zerohop.core.records import ClockAnchor, RequestRecord
 
 
 def process_tag() -> str:
-    """`host:pid` of the measuring process (computed when asked: Locust forks workers
-    after import)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """`host:pid` of the measuring process (by pid: Locust forks workers after import)."""
+    return _tag_of(os.getpid())
+
+
+@functools.lru_cache(maxsize=4)
+def _tag_of(pid: int) -> str:
+    return f"{socket.gethostname()}:{pid}"  # a system call: once per process, not per request
 
 
 YIELD_EVERY_NS = 100_000
@@ -91,7 +96,6 @@ class LLMClient:
         self.timeouts = timeouts
         self.anchor = anchor
         self._idle: dict[str, list[socket.socket]] = {}
-        self._has_content = content_detector(adapter)
         self._ids = itertools.count(1)
         self._prefix = id_prefix or f"{socket.gethostname()}-{os.getpid()}-{id(self):x}"
         self._last_yield_ns = 0
@@ -143,11 +147,14 @@ class LLMClient:
         http_request = self.adapter.build_request(
             spec.generation, api_key=self._api_key, request_id=rid, stream=True
         )
-        exchange = self._exchange(http_request, self.url_of(spec.arm))
+        collect_calls = spec.tool_calls is not None
+        exchange, scan = self._exchange(
+            http_request, self.url_of(spec.arm),
+            lambda: StreamDecode(self.adapter, answer=spec.answer, collect_calls=collect_calls))
         build_record(
             record, exchange, self.adapter, self.anchor,
             scheduled_perf_ns=spec.scheduled_perf_ns, pause=self._pause, answer=spec.answer,
-            tool_calls=spec.tool_calls,
+            tool_calls=spec.tool_calls, scan=scan,
         )
         if spec.agent_step is not None and spec.agent_max_steps is not None:
             record.agent_end = rec.agent_loop_end(
@@ -165,23 +172,27 @@ class LLMClient:
         except KeyError:
             raise ValueError(f"no base URL for arm {arm!r}") from None
 
-    def _exchange(self, http_request: HttpRequest, base_url: str) -> RawExchange:
+    def _exchange(self, http_request: HttpRequest, base_url: str,
+                  new_scan: Callable[[], StreamDecode]) -> tuple[RawExchange, StreamDecode]:
+        """Stream one request; its decoding was fed the reads up to the first content."""
         idle = self._idle.setdefault(base_url, [])
         sock = idle.pop() if idle else None
         reused = sock is not None
+        scan = new_scan()
         exchange, keep = stream_request(
-            base_url, http_request, self.timeouts, first_content=self._has_content,
+            base_url, http_request, self.timeouts, first_content=scan.feed_early,
             sock=sock, reactor=self._reactor,
         )
         if reused and exchange.end == END_RESET and exchange.status is None:
             # the server closed an idle keep-alive connection: one fresh try, as clients do
+            scan = new_scan()
             exchange, keep = stream_request(
-                base_url, http_request, self.timeouts, first_content=self._has_content,
+                base_url, http_request, self.timeouts, first_content=scan.feed_early,
                 reactor=self._reactor,
             )
         if keep is not None:
             idle.append(keep)
-        return exchange
+        return exchange, scan
 
     def close(self) -> None:
         for idle in self._idle.values():

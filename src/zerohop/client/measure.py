@@ -66,22 +66,60 @@ class _Decoded:
     call_parts: dict[str, _CallParts] = field(default_factory=dict)  # by key, in order
 
 
-def content_detector(adapter: ApiAdapter) -> Callable[[bytes], bool]:
-    """For the hot path's TTFT limit: does this early body prefix hold content yet?"""
+class StreamDecode:
+    """A stream's decoding, fed one read at a time, so every byte is parsed once.
 
-    def has_content(payload: bytes) -> bool:
-        parser = SSEParser()
-        decoder = adapter.new_stream_decoder()
+    The hot path feeds it only until the first content event (`feed_early`: the TTFT
+    limit needs to know when content began); `build_record` feeds it the remaining reads
+    after the stream has ended. `answer` receives the answer's text (thinking and
+    tool-call arguments left out); with `collect_calls` the tool calls' parts are kept."""
+
+    def __init__(self, adapter: ApiAdapter, *, answer: list[str] | None = None,
+                 collect_calls: bool = False) -> None:
+        self._parser = SSEParser()
+        self._decoder = (adapter.new_stream_decoder(tool_call_parts=True) if collect_calls
+                         else adapter.new_stream_decoder())
+        self._answer = answer
+        self.out = _Decoded([], [], None, False, None, None)
+        self.reads_fed = 0
+
+    def feed(self, ts: int, payload: bytes) -> None:
+        """Decode one read's bytes (arrived at perf_counter_ns `ts`); after a protocol
+        error the rest of the stream is ignored."""
+        self.reads_fed += 1
+        out = self.out
+        if out.protocol_error is not None:
+            return
         try:
-            for event in parser.feed(payload):
-                for item in decoder.decode_event(event):
-                    if isinstance(item, (ContentDelta, StreamError, Terminator)):
-                        return True
-        except (ProtocolError, ValueError):
-            return True  # let the full decode after the stream report it
-        return False
+            for event in self._parser.feed(payload):
+                for item in self._decoder.decode_event(event):
+                    if isinstance(item, ContentDelta):
+                        out.content_ns.append(ts)
+                        out.content_tokens.append(item.tokens)
+                        out.content_reasoning.append(item.reasoning)
+                        if self._answer is not None and not (item.reasoning
+                                                             or item.tool_arguments):
+                            self._answer.append(item.text)
+                    elif isinstance(item, ToolCall):
+                        out.tool_calls.add(item.key)
+                    elif isinstance(item, ToolCallPart):
+                        _add_part(out.call_parts, item)
+                    elif isinstance(item, Usage):
+                        out.usage = item
+                    elif isinstance(item, StreamError):
+                        out.error = out.error or item
+                    elif isinstance(item, Terminator):
+                        out.terminated = True
+        except (ProtocolError, ValueError) as exc:  # SSEOverflow is a ValueError
+            out.protocol_error = f"{type(exc).__name__}: {exc}"
 
-    return has_content
+    def feed_early(self, ts: int, payload: bytes) -> bool:
+        """The hot path's detector: feed one read; does the stream hold content (or an
+        error or its end, which also lift the TTFT limit) yet?"""
+        self.feed(ts, payload)
+        out = self.out
+        return bool(out.content_ns or out.error or out.terminated
+                    or out.protocol_error is not None)
 
 
 def build_record(
@@ -94,6 +132,7 @@ def build_record(
     pause: Callable[[], None] | None = None,
     answer: list[str] | None = None,
     tool_calls: list[StreamedToolCall] | None = None,
+    scan: StreamDecode | None = None,
 ) -> RequestRecord:
     """Fill `record` (identity fields already set) from what the wire delivered.
 
@@ -102,7 +141,9 @@ def build_record(
     delay the timestamps of reads that are arriving meanwhile. `answer` receives the
     answer's text (thinking and tool-call arguments left out), `tool_calls` each tool
     call the response made (its id, name and argument text as streamed), for a client
-    that sends them back as history; neither changes the record."""
+    that sends them back as history; neither changes the record. `scan` is the
+    exchange's own decoding, already fed the reads up to the first content (the hot
+    path's detector); without one the whole stream is decoded here."""
     ex = exchange
     record.sent_ts = anchor.wall_s(ex.sent_ns)
     record.end_ts = anchor.wall_s(ex.end_ns)
@@ -124,7 +165,9 @@ def build_record(
         record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
         return record
 
-    decoded = _decode(ex, adapter, pause, answer, collect_calls=tool_calls is not None)
+    if scan is None:
+        scan = StreamDecode(adapter, answer=answer, collect_calls=tool_calls is not None)
+    decoded = _decode(ex, scan, pause)
     if tool_calls is not None:
         tool_calls.extend(_streamed_calls(decoded))
     _fill_timings(record, ex, decoded, anchor, scheduled_perf_ns)
@@ -169,42 +212,16 @@ def server_timing_ms(value: str | None, name: str) -> float | None:
     return None
 
 
-def _decode(ex: RawExchange, adapter: ApiAdapter, pause: Callable[[], None] | None,
-            answer: list[str] | None = None, *, collect_calls: bool = False) -> _Decoded:
-    """The stream's items; the answer's text (thinking left out) goes into `answer`
-    when it is a list (a conversation sends it back as history); with `collect_calls`
-    the tool calls' parts are kept too (an agent loop sends the calls back)."""
-    parser = SSEParser()
-    decoder = (adapter.new_stream_decoder(tool_call_parts=True) if collect_calls
-               else adapter.new_stream_decoder())
-    out = _Decoded([], [], None, False, None, None)
-    for ts, payload in ex.reads:
+def _decode(ex: RawExchange, scan: StreamDecode, pause: Callable[[], None] | None
+            ) -> _Decoded:
+    """Feed `scan` the reads the hot path did not (those after the first content)."""
+    for ts, payload in ex.reads[scan.reads_fed:]:
         if pause is not None:
             pause()
-        try:
-            events = parser.feed(payload)
-            for event in events:
-                for item in decoder.decode_event(event):
-                    if isinstance(item, ContentDelta):
-                        out.content_ns.append(ts)
-                        out.content_tokens.append(item.tokens)
-                        out.content_reasoning.append(item.reasoning)
-                        if answer is not None and not (item.reasoning or item.tool_arguments):
-                            answer.append(item.text)
-                    elif isinstance(item, ToolCall):
-                        out.tool_calls.add(item.key)
-                    elif isinstance(item, ToolCallPart):
-                        _add_part(out.call_parts, item)
-                    elif isinstance(item, Usage):
-                        out.usage = item
-                    elif isinstance(item, StreamError):
-                        out.error = out.error or item
-                    elif isinstance(item, Terminator):
-                        out.terminated = True
-        except (ProtocolError, ValueError) as exc:  # SSEOverflow is a ValueError
-            out.protocol_error = f"{type(exc).__name__}: {exc}"
+        scan.feed(ts, payload)
+        if scan.out.protocol_error is not None:
             break
-    return out
+    return scan.out
 
 
 def _add_part(calls: dict[str, _CallParts], part: ToolCallPart) -> None:

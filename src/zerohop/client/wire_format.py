@@ -19,6 +19,7 @@ from zerohop.client.protocols import (
     Usage,
 )
 from zerohop.client.sse import SSEEvent
+from zerohop.core import json_codec
 from zerohop.core.records import truncate_message
 
 __all__ = [
@@ -69,7 +70,7 @@ def base_headers(request_id: str, stream: bool) -> dict[str, str]:
 
 
 def encode_json(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return json_codec.dumps(body)
 
 
 def chat_messages(req: GenerationRequest) -> list[dict[str, str]]:
@@ -81,7 +82,7 @@ def chat_messages(req: GenerationRequest) -> list[dict[str, str]]:
 
 def parse_object(data: str | bytes) -> dict[str, Any]:
     try:
-        obj = json.loads(data)
+        obj = json_codec.loads(data)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and bad UTF-8 bytes
         raise ProtocolError(f"malformed JSON: {exc}") from None
     if not isinstance(obj, dict):

@@ -8,7 +8,10 @@ then reads every ready socket with a single non-blocking `recvmsg` each and feed
 stream's ResponseReader. Timestamps are the kernel's receive stamps (see
 `http_stream.py`), so the order in which ready sockets are served does not shift them;
 the reactor only has to read each socket before its next token arrives, which it does
-at a fraction of the per-greenlet cost. Timeouts are checked every 10 ms.
+at a fraction of the per-greenlet cost. Timeouts are checked every 10 ms by a second
+greenlet. Both live as long as the process: a reader greenlet spawned whenever the set
+of streams came back from empty, and a new watcher and timeout for every wait, cost
+more than the rest of a short request's reading (tests/bench/bench_open_loop_sender.py).
 
 That "before its next token" matters: when two tokens wait unread in a socket the
 kernel merges them and keeps only the later arrival stamp, so a first token read late
@@ -32,7 +35,6 @@ from typing import Any
 
 import gevent
 from gevent.event import Event
-from gevent.socket import wait_read
 
 from zerohop.client.http_stream import ResponseReader, stamped_recv
 
@@ -56,8 +58,7 @@ class EpollReactor:
         self._epoll = epoll()  # every stream
         self._first = epoll()  # streams still waiting for their first content
         self._streams: dict[int, _Stream] = {}
-        self._greenlet: gevent.Greenlet | None = None
-        self._next_deadline_check = 0
+        self._greenlets: list[gevent.Greenlet] = []
 
     def read(self, sock: socket.socket, reader: ResponseReader) -> None:
         raw = getattr(sock, "_sock", sock)  # gevent's socket wraps the real one
@@ -67,8 +68,9 @@ class EpollReactor:
         self._streams[fd] = stream
         self._epoll.register(fd, select.EPOLLIN)
         self._first.register(fd, select.EPOLLIN)
-        if self._greenlet is None or self._greenlet.dead:
-            self._greenlet = gevent.spawn(self._run)
+        if not self._greenlets or any(g.dead for g in self._greenlets):
+            gevent.killall(self._greenlets)
+            self._greenlets = [gevent.spawn(self._run), gevent.spawn(self._watch_deadlines)]
         try:
             stream.done.wait()
         finally:
@@ -98,17 +100,26 @@ class EpollReactor:
                 with contextlib.suppress(OSError):
                     self._first.unregister(fd)
 
+    def close(self) -> None:
+        """Stop the reader and the deadline greenlets (a process that ends need not)."""
+        gevent.killall(self._greenlets)
+        self._greenlets = []
+
     def _run(self) -> None:
-        epoll_fd = self._epoll.fileno()
-        while self._streams:
-            with contextlib.suppress(TimeoutError):
-                wait_read(epoll_fd, timeout=DEADLINE_CHECK_NS / 1e9)
-            self.pump()
-            now = time.perf_counter_ns()
-            if now >= self._next_deadline_check:
-                self._next_deadline_check = now + DEADLINE_CHECK_NS
-                self._expire(now)
-        self._greenlet = None
+        hub = gevent.get_hub()
+        watcher = hub.loop.io(self._epoll.fileno(), 1)  # readable: some stream is
+        try:
+            while True:
+                hub.wait(watcher)
+                self.pump()
+        finally:
+            watcher.close()
+
+    def _watch_deadlines(self) -> None:
+        while True:
+            gevent.sleep(DEADLINE_CHECK_NS / 1e9)
+            if self._streams:
+                self._expire(time.perf_counter_ns())
 
     def _serve(self, fd: int, stream: _Stream) -> None:
         try:

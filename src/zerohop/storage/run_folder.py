@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from zerohop.core import json_codec
 from zerohop.core.layout import MANIFEST_FILE, RECORDS_DIR, REQUESTS_FILE
 from zerohop.core.records import RECORD_FIELDS
 from zerohop.core.redaction import known_secrets, redact, scrub
@@ -152,7 +153,7 @@ class RecordSink:
         return self._out.rows_written
 
     def add(self, row: Mapping[str, Any]) -> None:
-        line = json.dumps(row, separators=(",", ":"), default=_json_default)
+        line = json_codec.dumps(row, default=_json_default).decode()
         if self._secrets:
             line = scrub(line, self._secrets)
         self._out.append(line)

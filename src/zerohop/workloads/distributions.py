@@ -57,6 +57,9 @@ class FixedDist(DistributionBase):
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         return np.full(size, self.value, dtype=np.int64)
 
+    def sample_one(self, rng: np.random.Generator) -> int:
+        return self.value  # no array for one draw: this runs per request
+
 
 class UniformDist(DistributionBase):
     """Integers uniformly between min and max, both included."""
