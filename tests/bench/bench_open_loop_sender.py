@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,7 @@ def main() -> None:
     parser.add_argument("--processes", default="1,2")
     parser.add_argument("--duration", type=int, default=20, help="seconds per point")
     parser.add_argument("--warmup", type=int, default=6)
+    parser.add_argument("--keep", action="store_true", help="keep the runs' folders")
     args = parser.parse_args()
     ncpu = os.cpu_count() or 1
     server_cpu = ncpu - 1 if ncpu > 1 else None
@@ -153,21 +155,24 @@ def main() -> None:
     server_proc, host = start_server(server_cpu)
     server = psutil.Process(server_proc.pid)
     rows = []
+    tmp = tempfile.mkdtemp(prefix="zh-sender-")
+    print(f"runs in {tmp}" + ("" if args.keep else " (removed at the end; --keep keeps them)"))
     try:
-        with tempfile.TemporaryDirectory(prefix="zh-sender-") as tmp:
-            for processes in [int(p) for p in args.processes.split(",")]:
-                for rate in [float(r) for r in args.rates.split(",")]:
-                    row = run_point(host, rate, processes, args.duration, args.warmup,
-                                    client_cpus, server, Path(tmp))
-                    rows.append(row)
-                    print(f"{processes} proc  offered {rate:7.0f}/s  sent {row['req_s']:7.0f}/s"
-                          f"  lag p50 {row['lag_p50']:7.2f} ms  p99 {row['lag_p99']:8.2f} ms"
-                          f"  CPU {row['cpu_us']:6.0f} µs/req ({row['cpu_pct']:3.0f} %/proc,"
-                          f" master {row['master_cpu_pct']:3.0f} %)"
-                          f"  server CPU {row['server_cpu_pct']:3.0f} %  not ok: {row['not_ok']}",
-                          flush=True)
+        for processes in [int(p) for p in args.processes.split(",")]:
+            for rate in [float(r) for r in args.rates.split(",")]:
+                row = run_point(host, rate, processes, args.duration, args.warmup,
+                                client_cpus, server, Path(tmp))
+                rows.append(row)
+                print(f"{processes} proc  offered {row['rate']:7.0f}/s  sent {row['req_s']:7.0f}/s"
+                      f"  lag p50 {row['lag_p50']:7.2f} ms  p99 {row['lag_p99']:8.2f} ms"
+                      f"  CPU {row['cpu_us']:6.0f} µs/req ({row['cpu_pct']:3.0f} %/proc,"
+                      f" master {row['master_cpu_pct']:3.0f} %)"
+                      f"  server CPU {row['server_cpu_pct']:3.0f} %  not ok: {row['not_ok']}",
+                      flush=True)
     finally:
         server_proc.kill()
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
     one = [r["cpu_us"] for r in rows if r["processes"] == 1]
     two = [r["cpu_us"] for r in rows if r["processes"] == 2]
     if one and two:

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import sys
 
 MODEL = "canned"
@@ -90,6 +91,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.cpu is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.cpu})
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a burst opens thousands
     stream = response("200 OK", "text/event-stream", sse_body(args.tokens, args.prompt_tokens),
                       chunked=True)
     models = response("200 OK", "application/json", json.dumps(

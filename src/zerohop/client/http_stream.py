@@ -191,11 +191,14 @@ def stamped_recv(sock: socket.socket, clock: Callable[[], int]
 
         def stamped() -> tuple[bytes, int]:
             data, ancillary, _flags, _addr = recvmsg(RECV_BYTES, _ANC_BYTES)
-            now = perf_ns()
+            # both clocks at once: the process preempted between the two reads would
+            # shift the stamp earlier by the time it waited (negative E2E were seen on
+            # a loaded 2-core machine when the wall clock was read after the loop)
+            now, wall = perf_ns(), wall_ns()
             for level, kind, blob in ancillary:
                 if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(blob) >= 16:
                     sec, nsec = unpack(blob)
-                    return data, min(now, now - (wall_ns() - (sec * 1_000_000_000 + nsec)))
+                    return data, min(now, now - (wall - (sec * 1_000_000_000 + nsec)))
             return data, now
 
         return stamped
