@@ -18,7 +18,7 @@ additive): `prompt_sizing` and `local_tokenizer` do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -30,6 +30,7 @@ _MAX_FINISH_WORDS = 4
 """The last words are chosen for their counts; four words of any sizes reach every
 remainder the tokenizer's word sizes can reach, in practice."""
 _MAX_TRIES = 8  # first words tried, and drawn words given back, before settling
+_PLAN_CACHE_SIZE = 65_536
 
 
 class Words(NamedTuple):
@@ -58,6 +59,8 @@ class WordCounts:
     _by_count: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] = field(init=False,
                                                                             repr=False)
     _longest: int = field(init=False, repr=False)
+    _plan_cache: dict[tuple[int, int], list[tuple[tuple[int, ...], bool]]] = field(
+        init=False, repr=False)
 
     def __post_init__(self) -> None:
         spaced = np.asarray(self.spaced, dtype=np.int64)
@@ -75,6 +78,7 @@ class WordCounts:
             ("_opening_ids", np.array(sorted(self.opening), dtype=np.int64)),
             ("_by_count", (_group(spaced), _group(spaced_stop))),
             ("_longest", int(max(spaced.max(), spaced_stop.max()))),
+            ("_plan_cache", {}),
         ):
             object.__setattr__(self, name, value)
 
@@ -128,8 +132,10 @@ class WordCounts:
         words = [first]
         mean = self.tokens_per_word
         while remaining > self._longest:  # the bulk, leaving a word's worth to finish
+            # a quarter more words than the mean needs, so one draw nearly always covers
+            # the bulk (a second round of these array calls costs more than the spares)
             draw = rng.integers(0, self.spaced.size,
-                                size=max(1, int((remaining - self._longest) / mean)))
+                                size=int((remaining - self._longest) / mean * 1.25) + 4)
             cumulative = np.cumsum(self._counts_at(draw, len(words)))
             keep = int(np.searchsorted(cumulative, remaining - self._longest, side="right"))
             if keep == 0:
@@ -162,42 +168,49 @@ class WordCounts:
     def _finish(self, remaining: int, position: int, rng: np.random.Generator
                 ) -> Words | None:
         """At most `_MAX_FINISH_WORDS` words from `position` on adding exactly
-        `remaining` tokens (random among those that do), or None."""
+        `remaining` tokens (random among the fewest words that do), or None."""
         if remaining == 0:
             return Words(np.zeros(0, dtype=np.int64))
-        for length in range(1, _MAX_FINISH_WORDS + 1):
-            plan = self._plan(remaining, position, length, rng)
-            if plan is not None:
-                counts, stop_last = plan
-                last = len(counts) - 1
-                return Words(np.array([
-                    self._word_of(count, self._is_stop(position + k) or (k == last and stop_last),
-                                  rng)
-                    for k, count in enumerate(counts)], dtype=np.int64), stop_last)
-        return None
+        plans = self._plans(remaining, position % self.stop_every)
+        if not plans:
+            return None
+        counts, stop_last = plans[int(rng.integers(0, len(plans)))]
+        last = len(counts) - 1
+        return Words(np.array([
+            self._word_of(count, self._is_stop(position + k) or (k == last and stop_last), rng)
+            for k, count in enumerate(counts)], dtype=np.int64), stop_last)
 
-    def _plan(self, remaining: int, position: int, length: int, rng: np.random.Generator
-              ) -> tuple[list[int], bool] | None:
-        """The counts of `length` words from `position` adding `remaining`, and whether
-        the last one ends its sentence early; None if there are none."""
+    def _plans(self, remaining: int, phase: int) -> list[tuple[tuple[int, ...], bool]]:
+        """Every way (word counts, whether the last word ends its sentence early) that
+        the fewest words from sentence position `phase` add `remaining` tokens. Cached:
+        the same few remainders recur in every prompt, and searching them afresh cost
+        more than the rest of a request (tests/bench/bench_open_loop_sender.py)."""
+        key = (remaining, phase)
+        plans = self._plan_cache.get(key)
+        if plans is None:
+            plans = []
+            for length in range(1, _MAX_FINISH_WORDS + 1):
+                plans = list(self._sequences(remaining, phase, length))
+                if plans:
+                    break
+            if len(self._plan_cache) >= _PLAN_CACHE_SIZE:
+                self._plan_cache.clear()
+            self._plan_cache[key] = plans
+        return plans
+
+    def _sequences(self, remaining: int, position: int, length: int
+                   ) -> Iterator[tuple[tuple[int, ...], bool]]:
         if length == 1:
-            ends = [stop for stop in self._last_stops(position)
-                    if remaining in self._by_count[stop]]
-            return ([remaining], ends[int(rng.integers(0, len(ends)))]) if ends else None
-        sizes = [c for c in self._by_count[self._is_stop(position)] if c < remaining]
-        if length == 2:  # the common case, without trying each size in turn
-            sizes = [c for c in sizes if any(remaining - c in self._by_count[stop]
-                                             for stop in self._last_stops(position + 1))]
-            sizes = sizes[int(rng.integers(0, len(sizes))):][:1] if sizes else []
-        for count in rng.permutation(np.array(sizes, dtype=np.int64)).tolist():
-            rest = self._plan(remaining - count, position + 1, length - 1, rng)
-            if rest is not None:
-                return [count, *rest[0]], rest[1]
-        return None
-
-    def _last_stops(self, position: int) -> tuple[bool, ...]:
-        """Whether a prompt's last word at `position` may end without, or with a stop."""
-        return (True,) if self._is_stop(position) else (False, True)
+            ends = (True,) if self._is_stop(position) else (False, True)
+            for stop in ends:
+                if remaining in self._by_count[stop]:
+                    yield (remaining,), stop
+            return
+        for count in self._by_count[self._is_stop(position)]:
+            if count < remaining:
+                for rest, stop_last in self._sequences(remaining - count, position + 1,
+                                                       length - 1):
+                    yield (count, *rest), stop_last
 
     def _word_of(self, count: int, stop: bool, rng: np.random.Generator) -> int:
         group = self._by_count[stop][count]
