@@ -39,11 +39,11 @@ import threading
 import time
 from pathlib import Path
 
+import canned_stream_server
 import numpy as np
 import pandas as pd
 import psutil
 
-HERE = Path(__file__).resolve().parent
 WORKLOAD = """\
 kind: short_query_flood
 name: sender
@@ -52,16 +52,6 @@ max_tokens: 2
 ignore_eos: true
 load: {{kind: open, rate_rps: {rate}, arrival: poisson, max_in_flight: 100000}}
 """
-
-
-def start_server(cpu: int | None) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, str(HERE / "canned_stream_server.py"), "--port", "0"]
-    if cpu is not None:
-        cmd += ["--cpu", str(cpu)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    port = int(proc.stdout.readline())
-    return proc, f"http://127.0.0.1:{port}"
 
 
 def locust_processes(root: psutil.Process) -> list[psutil.Process]:
@@ -152,7 +142,7 @@ def main() -> None:
     server_cpu = ncpu - 1 if ncpu > 1 else None
     client_cpus = set(range(ncpu - 1)) if ncpu > 1 else None
     print(f"cores {ncpu}: server on core {server_cpu}, clients on {sorted(client_cpus or [])}")
-    server_proc, host = start_server(server_cpu)
+    server_proc, host = canned_stream_server.start(server_cpu)
     server = psutil.Process(server_proc.pid)
     rows = []
     tmp = tempfile.mkdtemp(prefix="zh-sender-")

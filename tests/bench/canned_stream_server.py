@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import resource
+import subprocess
 import sys
 
 MODEL = "canned"
@@ -80,6 +81,16 @@ class CannedProtocol(asyncio.Protocol):
                 out = self.missing
             assert self.transport is not None
             self.transport.write(out)
+
+
+def start(cpu: int | None) -> tuple[subprocess.Popen[str], str]:
+    """Start the server in its own process (pinned to `cpu`); its process and base URL."""
+    cmd = [sys.executable, __file__, "--port", "0"]
+    if cpu is not None:
+        cmd += ["--cpu", str(cpu)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, f"http://127.0.0.1:{int(proc.stdout.readline())}"
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ missing, the read is stamped when `recv` returned.
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
 import struct
 import sys
@@ -94,11 +95,7 @@ def stream_request(
     stream at once) does the reading instead of this call's own loop.
     """
     ex = RawExchange()
-    parts = urlsplit(base_url)
-    host = parts.hostname or "127.0.0.1"
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    if parts.scheme == "https":
-        raise ValueError("https targets are not supported by the streaming client yet")
+    host, port, netloc = _target(base_url)
     start_ns = clock()
     if sock is None:
         try:
@@ -109,7 +106,7 @@ def stream_request(
             ex.sent_ns = ex.end_ns = clock()
             ex.end, ex.error = END_CONNECT_ERROR, f"{type(exc).__name__}: {exc}"
             return ex, None
-    head = _request_head(request, parts.netloc or host)
+    head = _request_head(request, netloc)
     try:
         ex.sent_ns = clock()
         sock.sendall(head + request.body)
@@ -128,6 +125,16 @@ def stream_request(
         _close(sock)
         return ex, None
     return ex, sock
+
+
+@functools.lru_cache(maxsize=64)
+def _target(base_url: str) -> tuple[str, int, str]:
+    """(host, port, Host header) of a base URL, parsed once per URL, not per request."""
+    parts = urlsplit(base_url)
+    if parts.scheme == "https":
+        raise ValueError("https targets are not supported by the streaming client yet")
+    host = parts.hostname or "127.0.0.1"
+    return host, parts.port or 80, parts.netloc or host
 
 
 RESOLVE_TTL_S = 30.0
