@@ -65,6 +65,10 @@ class ResponseContext:
 
 
 class _ResponseBase:
+    __slots__ = ("conn", "ctx", "engine", "fault_name", "finished_record", "first_write_ns",
+                 "lag_count", "lag_max_ns", "lag_sum_ns", "last_write_ns", "offset", "seq",
+                 "shape", "token_lags_us", "token_writes_ns")
+
     def __init__(self, ctx: ResponseContext, seq_args: dict[str, Any]) -> None:
         self.ctx = ctx
         self.conn = ctx.conn
@@ -210,8 +214,13 @@ class StreamingResponse(_ResponseBase):
     write, take `_on_token_slow`, which builds and writes it on the spot.
     """
 
-    _socket: tuple[Callable[[bytes], object], Callable[[], bool]] | None = None
-    _lane: _Lane | None = None
+    __slots__ = ("_lane", "_pending", "_socket")
+
+    def __init__(self, ctx: ResponseContext, seq_args: dict[str, Any]) -> None:
+        super().__init__(ctx, seq_args)
+        self._socket: tuple[Callable[[bytes], object], Callable[[], bool]] | None = None
+        self._lane: _Lane | None = None
+        self._pending: list[bytes] | None = None
 
     def start(self) -> None:
         head = self.conn.start_chunked(200, self.shape.content_type, self.ctx.extra_headers)
@@ -219,10 +228,9 @@ class StreamingResponse(_ResponseBase):
         opening = head + (chunk(events) if events else b"")
         if self.fault_name == "slow_headers":
             delay = self.ctx.fault.number("s") if self.ctx.fault else 0.0
-            self._pending: list[bytes] | None = []
+            self._pending = []
             asyncio.get_running_loop().call_later(delay, self._release_head, opening)
         else:
-            self._pending = None
             self.conn.write(opening)
             transport = self.conn.transport
             if self.fault_name is None and transport is not None:
@@ -421,6 +429,8 @@ class StreamingResponse(_ResponseBase):
 
 class BufferedResponse(_ResponseBase):
     """A non-streaming request: one JSON body when the answer is complete."""
+
+    __slots__ = ()
 
     def on_token(
         self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
