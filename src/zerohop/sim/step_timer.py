@@ -90,12 +90,7 @@ class StepTimer:
                 await self._timerfd_wait(wake_at)
             else:
                 await self._loop_timer_wait(wake_at)
-            late = clock() - wake_at  # the wake-up's own latency
-            if late > lead:
-                lead = late + late // 2
-            else:
-                lead -= lead >> 4
-            self.lead_ns = min(self.spin_ns, max(MIN_LEAD_NS, lead))
+            self.lead_ns = next_lead(lead, clock() - wake_at, self.spin_ns)
         while clock() < target_ns:
             pass
 
@@ -135,6 +130,13 @@ class StepTimer:
                 self._loop.remove_reader(self._fd)
             os.close(self._fd)
             self._fd, self._arm, self._loop = -1, None, None
+
+
+def next_lead(lead_ns: int, late_ns: int, spin_ns: int) -> int:
+    """The lead after a wake-up `late_ns` after the armed time: 1.5 times a wake-up
+    later than the lead allowed for, else 1/16 shorter; within MIN_LEAD_NS..spin_ns."""
+    lead = late_ns + late_ns // 2 if late_ns > lead_ns else lead_ns - (lead_ns >> 4)
+    return min(spin_ns, max(MIN_LEAD_NS, lead))
 
 
 def _perf_counter_is_monotonic() -> bool:

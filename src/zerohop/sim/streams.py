@@ -1,11 +1,12 @@
 """Per-request responses: the engine's token sinks that write to the socket.
 
 `StreamingResponse` writes one chunked-encoding chunk per token the moment the engine's
-step ends, and measures the emission lag (write time - the step's modelled end).
-Requests without a stream fault prepare each token's bytes when its step is planned
-(`prepare_token`) and the engine writes them; the faulty ones write in `on_token`
-(`_on_token_with_fault`), which is allowed to be slow. `BufferedResponse` answers
-non-streaming requests with one JSON body at the end.
+step ends, and keeps its tokens' emission lags (write time - the step's modelled end)
+for its ground-truth record. Requests without a stream fault prepare each token's bytes
+when its step is planned (`prepare_token`) and the engine writes them (and puts their
+lags into the emission-lag histogram); the faulty ones write in `on_token`
+(`_on_token_with_fault`), which is allowed to be slow, and note their lags themselves.
+`BufferedResponse` answers non-streaming requests with one JSON body at the end.
 """
 
 from __future__ import annotations
