@@ -89,6 +89,11 @@ def main() -> None:
         print(f"{args.replicas} sim replica(s) of {args.gpu} + {args.model}, {args.streams} "
               f"streams ({'/'.join(map(str, counts))}), prompt {args.prompt_tokens} tok, "
               f"{args.max_tokens} tok answers; {plan.note}")
+        if _autogroup_on():
+            print("(the kernel schedules by autogroup: --sim-nice ranks the sims against "
+                  "this session's processes only; busy processes of other sessions keep "
+                  "their share of the cores, and sims starved by them fall behind their "
+                  "clock: compare 'sim CPU' with the step rate)")
         floors = measure_floor(
             FloorSpec(max(counts), chunk_bytes, gap_s, args.floor_bursts, args.sim_nice),
             plan.sim_cores, plan.client_cores)
@@ -133,6 +138,13 @@ def _start_replica(stack: contextlib.ExitStack, args: argparse.Namespace, stream
     except OSError as exc:
         print(f"(could not renice the sim to {args.sim_nice}: {exc})")
     return sim
+
+
+def _autogroup_on() -> bool:
+    try:
+        return Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+    except OSError:
+        return False
 
 
 def _modelled_step_s(args: argparse.Namespace, streams: int) -> float:

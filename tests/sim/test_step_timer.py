@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from zerohop.sim.step_timer import StepTimer
+from zerohop.sim.step_timer import MIN_LEAD_NS, StepTimer, next_lead
 
 pytestmark = pytest.mark.unit
 
@@ -190,3 +190,15 @@ def test_a_deadline_in_the_past_returns_at_once() -> None:
         assert timer.kernel_timer_fd is None  # nothing was armed: it did not wait
     finally:
         timer.close()
+
+
+def test_the_lead_jumps_after_a_late_wake_up_and_shrinks_after_prompt_ones() -> None:
+    spin = 300_000
+    assert next_lead(100_000, 120_000, spin) == 180_000  # late past the lead: 1.5x
+    assert next_lead(100_000, 250_000, spin) == spin  # never more than timer_spin_us
+    assert next_lead(160_000, 10_000, spin) == 150_000  # on time: 1/16 shorter
+    lead = spin
+    for _ in range(200):  # wake-ups 10 µs late, one after the other
+        lead = next_lead(lead, 10_000, spin)
+    assert lead == MIN_LEAD_NS
+    assert next_lead(200_000, 10_000, 0) == 0  # timer_spin_us 0: never spins

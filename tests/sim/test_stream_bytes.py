@@ -82,7 +82,7 @@ def _response(
     response_class: type[StreamingResponse], shape: WireShape, target: int, max_tokens: int
 ) -> tuple[Engine, _Conn, _GroundTruth, LagRecorder]:
     lags = LagRecorder()
-    engine = Engine(ServedModelConfig(gpu="h100-sxm", model="llama-3.2-3b"))
+    engine = Engine(ServedModelConfig(gpu="h100-sxm", model="llama-3.2-3b"), emission_lag=lags)
     conn, truth = _Conn(), _GroundTruth()
     ctx = ResponseContext(
         conn=conn,  # type: ignore[arg-type]

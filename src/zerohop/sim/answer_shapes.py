@@ -93,6 +93,9 @@ class PlannedChatShape(ChatShape):
                        "function": {"name": answer.tool.name, "arguments": ""}}
             self._call_open = choice + _j({"tool_calls": [opening]}) + b"," + _OPEN_TAIL
 
+    def token_frame(self) -> tuple[bytes, bytes] | None:
+        return None  # thinking, then text or a tool call's arguments: framed by index
+
     def token_event(self, index: int, piece: bytes) -> bytes:
         if index < self.answer.reasoning:
             return self._think_open + piece + b'"},' + _OPEN_TAIL
@@ -184,6 +187,9 @@ class PlannedMessagesShape(MessagesShape):
         if tool is None:
             return {"type": "text", "text": ""}
         return {"type": "tool_use", "id": self.call_id, "name": tool.name, "input": {}}
+
+    def token_frame(self) -> tuple[bytes, bytes] | None:
+        return None  # thinking, then text or a tool call's arguments: framed by index
 
     def token_event(self, index: int, piece: bytes) -> bytes:
         return self._event(index, piece, last=False)

@@ -75,6 +75,12 @@ class WireShape(Protocol):
 
     def token_event(self, index: int, piece: bytes) -> bytes: ...
 
+    def token_frame(self) -> tuple[bytes, bytes] | None:
+        """(head, tail) when every token but the first and the last is `head + word +
+        tail` (token_event's bytes, framed once per stream); None when the frame
+        depends on the token's index."""
+        ...
+
     def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes: ...
 
     def tail_events(
@@ -130,6 +136,9 @@ class _OpenAIStreamShape:
 
     def token_event(self, index: int, piece: bytes) -> bytes:
         return self._prefix + piece + self._suffix
+
+    def token_frame(self) -> tuple[bytes, bytes] | None:
+        return self._prefix, self._suffix
 
     def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
         return (self._prefix + piece + self.piece_end + b'"logprobs":null,"finish_reason":'
@@ -288,6 +297,9 @@ class MessagesShape:
 
     def token_event(self, index: int, piece: bytes) -> bytes:
         return self._prefix + piece + self._suffix
+
+    def token_frame(self) -> tuple[bytes, bytes] | None:
+        return self._prefix, self._suffix
 
     def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
         return self._prefix + piece + self._suffix

@@ -90,6 +90,7 @@ class SimApp:
                 seed=config.seed,
                 max_queue=config.max_queue,
                 timer_spin_us=config.timer_spin_us,
+                emission_lag=self.emission_lag,
             )
             self.engines.append(engine)
             for name in [engine.name, served.model, *served.aliases]:

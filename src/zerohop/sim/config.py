@@ -189,7 +189,8 @@ class SimConfig(StrictModel):
         description="Write every token's emission lag and write time into the ground truth",
     )
     timer_spin_us: int = Field(
-        default=300, ge=0, description="Busy-wait this close to a step's end for a precise wake"
+        default=300, ge=0, description="Busy-wait at most this close to a step's end for a "
+        "precise wake (the step timer learns how close it needs: sim/step_timer.py)"
     )
 
     @field_validator("faults")

@@ -56,7 +56,8 @@ class StepPlan:
 
 class Engine:
     """One served model on `tp` simulated GPUs. `step_cost` prices its steps (default:
-    the profile's roofline with the config's overheads)."""
+    the profile's roofline with the config's overheads); `emission_lag`, if given, gets
+    the lag of every token the engine writes."""
 
     def __init__(
         self,
@@ -66,6 +67,7 @@ class Engine:
         max_queue: int | None = None,
         timer_spin_us: int = 300,
         step_cost: StepCostModel | None = None,
+        emission_lag: LagRecorder | None = None,
     ) -> None:
         book = load_profiles()
         self.config = served
@@ -116,6 +118,7 @@ class Engine:
         )
         self.timer = StepTimer(timer_spin_us * 1000)
         self.wake_lag = LagRecorder()  # how late the step clock woke: the step's own error
+        self.emission_lag = emission_lag  # each token it writes: write time - step's end
         self.activity = GpuActivity(self.gpu, time.perf_counter_ns())
         self._wakeup: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -233,7 +236,7 @@ class Engine:
     def finish_step(self, plan: StepPlan) -> None:
         """The step's end: write its tokens, then sample them and tell the sinks."""
         end = plan.end_ns
-        written = write_prepared(plan.writes)
+        written = write_prepared(plan.writes, end, self.emission_lag)
         self.scheduler.complete(plan.batch, end, written)
         self.stats.steps_total += 1
         self.activity.record(

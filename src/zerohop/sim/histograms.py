@@ -148,6 +148,26 @@ class LagRecorder:
         if us > self.max_us:
             self.max_us = us
 
+    def add_written(self, written_ns: list[int], due_ns: int) -> None:
+        """`add_ns(w - due_ns)` for each w in `written_ns` but the zeros (not written)."""
+        counts, limit = self.counts, self.limit_us
+        n = total = 0
+        top = self.max_us
+        for w in written_ns:
+            if w:
+                us = (w - due_ns) // 1000 if w > due_ns else 0
+                if us < limit:
+                    counts[us] += 1
+                else:
+                    self.overflow.append(us)
+                n += 1
+                total += us
+                if us > top:
+                    top = us
+        self.n += n
+        self.total_us += total
+        self.max_us = top
+
     def reset(self) -> None:
         self.counts = [0] * self.limit_us
         self.overflow = []

@@ -5,10 +5,15 @@ millisecond clock (they fire up to a millisecond or two early or late), asyncio'
 round the poll timeout up to whole milliseconds. Every token of a step waits for that
 wake-up, so its error lands on all of them. On Linux a `timerfd` armed at an absolute
 CLOCK_MONOTONIC time (the clock `time.perf_counter_ns` reads) wakes the loop's poll
-on time; the last `spin_ns` before the deadline are a busy-wait, which absorbs the
-kernel's wake-up latency (tests/bench/bench_sim_emission.py prints the emission lag
-that remains). Elsewhere, or if the timerfd cannot be made, the loop's own timer is
-used with the same spin.
+on time; the wait is armed a little before the deadline (the lead) and ends in a
+busy-wait to it, which absorbs the kernel's and the loop's wake-up latency
+(tests/bench/bench_sim_emission.py prints the emission lag that remains). The lead is
+learnt, not fixed: it jumps to 1.5 times any wake-up that came later than the lead
+allowed for and shrinks by 1/16 a wait otherwise, between `MIN_LEAD_NS` and
+`spin_ns`, so that a machine that wakes the loop within 30 µs spins about that long
+per step instead of `spin_ns` (the spin is CPU spent per step, so per token:
+tests/bench/bench_sim_step_cpu.py). Elsewhere, or if the timerfd cannot be made, the
+loop's own timer is used with the same lead and spin.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ _CLOCK_MONOTONIC = 1
 _TFD_NONBLOCK = os.O_NONBLOCK
 _TFD_CLOEXEC = getattr(os, "O_CLOEXEC", 0o2000000)
 _TFD_TIMER_ABSTIME = 1
+MIN_LEAD_NS = 20_000
 
 
 class _Timespec(ctypes.Structure):
@@ -35,10 +41,12 @@ class _Itimerspec(ctypes.Structure):
 
 
 class StepTimer:
-    """`await timer.sleep_until(target_ns)`: return at perf_counter_ns >= target_ns."""
+    """`await timer.sleep_until(target_ns)`: return at perf_counter_ns >= target_ns,
+    busy-waiting at most the last `spin_ns` before it."""
 
     def __init__(self, spin_ns: int) -> None:
         self.spin_ns = spin_ns
+        self.lead_ns = spin_ns  # how early the wait is armed: learnt (see the module)
         self._fd = -1
         self._arm: Callable[[int], None] | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -73,7 +81,8 @@ class StepTimer:
 
     async def sleep_until(self, target_ns: int) -> None:
         clock = time.perf_counter_ns
-        wake_at = target_ns - self.spin_ns
+        lead = self.lead_ns
+        wake_at = target_ns - lead
         if clock() < wake_at:
             if self._try_timerfd:
                 self._open_timerfd()
@@ -81,6 +90,7 @@ class StepTimer:
                 await self._timerfd_wait(wake_at)
             else:
                 await self._loop_timer_wait(wake_at)
+            self.lead_ns = next_lead(lead, clock() - wake_at, self.spin_ns)
         while clock() < target_ns:
             pass
 
@@ -120,6 +130,13 @@ class StepTimer:
                 self._loop.remove_reader(self._fd)
             os.close(self._fd)
             self._fd, self._arm, self._loop = -1, None, None
+
+
+def next_lead(lead_ns: int, late_ns: int, spin_ns: int) -> int:
+    """The lead after a wake-up `late_ns` after the armed time: 1.5 times a wake-up
+    later than the lead allowed for, else 1/16 shorter; within MIN_LEAD_NS..spin_ns."""
+    lead = late_ns + late_ns // 2 if late_ns > lead_ns else lead_ns - (lead_ns >> 4)
+    return min(spin_ns, max(MIN_LEAD_NS, lead))
 
 
 def _perf_counter_is_monotonic() -> bool:

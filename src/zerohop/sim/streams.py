@@ -1,16 +1,18 @@
 """Per-request responses: the engine's token sinks that write to the socket.
 
 `StreamingResponse` writes one chunked-encoding chunk per token the moment the engine's
-step ends, and measures the emission lag (write time - the step's modelled end).
-Requests without a stream fault prepare each token's bytes when its step is planned
-(`prepare_token`) and the engine writes them; the faulty ones write in `on_token`
-(`_on_token_with_fault`), which is allowed to be slow. `BufferedResponse` answers
-non-streaming requests with one JSON body at the end.
+step ends, and keeps its tokens' emission lags (write time - the step's modelled end)
+for its ground-truth record. Requests without a stream fault prepare each token's bytes
+when its step is planned (`prepare_token`) and the engine writes them (and puts their
+lags into the emission-lag histogram); the faulty ones write in `on_token`
+(`_on_token_with_fault`), which is allowed to be slow, and note their lags themselves.
+`BufferedResponse` answers non-streaming requests with one JSON body at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,9 +29,28 @@ from zerohop.sim.sequence import NULL_SINK, EngineError, PreparedWrite, Sequence
 from zerohop.sim.tokens import WORD_PIECE_BYTES, generated_text
 
 _N_PIECES = len(WORD_PIECE_BYTES)
+_LONGEST_PIECE = max(len(piece) for piece in WORD_PIECE_BYTES)
 _clock = time.perf_counter_ns
 MALFORMED_SSE_LINE = b"zerohop-malformed-line-without-field-separator\n\n"
 CANCELLED_OUTCOME = "cancelled"
+
+_Lane = tuple[Callable[[bytes], object], Callable[[], bool], tuple[bytes, ...], bytes, bytes]
+"""A healthy stream's write path: (write, is_closing, chunk-size lines by word length,
+the frame's head, the frame's tail with the chunk's closing CRLF)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _size_lines(frame_bytes: int) -> tuple[bytes, ...]:
+    """The chunk-size line of a token chunk whose frame is `frame_bytes` long, by the
+    length of its word."""
+    return tuple(b"%x\r\n" % (frame_bytes + n) for n in range(_LONGEST_PIECE + 1))
+
+
+@functools.lru_cache(maxsize=64)
+def _closing(tail: bytes) -> bytes:
+    """A frame's tail and the chunk's closing CRLF: one object for every stream of a
+    shape (its tail names no request), so that the step's joins read one hot copy."""
+    return tail + b"\r\n"
 
 
 @dataclass
@@ -52,6 +73,10 @@ class ResponseContext:
 
 
 class _ResponseBase:
+    __slots__ = ("conn", "ctx", "engine", "fault_name", "finished_record", "first_write_ns",
+                 "lag_count", "lag_max_ns", "lag_sum_ns", "last_write_ns", "offset", "seq",
+                 "shape", "token_lags_us", "token_writes_ns")
+
     def __init__(self, ctx: ResponseContext, seq_args: dict[str, Any]) -> None:
         self.ctx = ctx
         self.conn = ctx.conn
@@ -97,23 +122,25 @@ class _ResponseBase:
         self._record(CANCELLED_OUTCOME, status=200)
 
     def _note_write(self, scheduled_ns: int, written_ns: int = 0) -> None:
-        """A token went out at `written_ns` (0: just now)."""
+        """A token the response wrote itself went out at `written_ns` (0: just now)."""
         now = written_ns or _clock()
         if self.first_write_ns is None:
             self.first_write_ns = now
         self.last_write_ns = now
-        if self.token_writes_ns is not None:
-            self.token_writes_ns.append(now)
-        self.note_lag(now - scheduled_ns)
-
-    def note_lag(self, lag: int) -> None:
+        lag = now - scheduled_ns
         self.ctx.emission_lag.add_ns(lag)
         self.lag_count += 1
         self.lag_sum_ns += lag
         if lag > self.lag_max_ns:
             self.lag_max_ns = lag
         if self.token_lags_us is not None:
-            self.token_lags_us.append(max(0, lag) // 1000)
+            self._keep_token_lag(now, lag)
+
+    def _keep_token_lag(self, written_ns: int, lag: int) -> None:
+        """With `ground_truth_token_lags`: each token's write time and lag."""
+        assert self.token_lags_us is not None and self.token_writes_ns is not None
+        self.token_writes_ns.append(written_ns)
+        self.token_lags_us.append(max(0, lag) // 1000)
 
     def _record(
         self,
@@ -183,13 +210,25 @@ class StreamingResponse(_ResponseBase):
 
     A healthy stream's token chunk is built when its step is planned
     (`prepare_token`), so that the token costs one socket write at the step's end.
-    Built then, not cached per stream: a cache of every chunk of 500 streams is
-    megabytes, and reading it back cold makes each write slower
-    (tests/bench/bench_loopback_burst.py). Faulty streams, and any token the engine
-    did not write, take `_on_token_slow`, which builds and writes it on the spot.
+    Where the API's shape frames every middle token the same way (`token_frame`: the
+    plain answers), the stream keeps that frame, split around the token's text, from
+    its start (`_Lane`), and a middle token's chunk is one `bytes.join` of four parts:
+    the chunk-size line (from a table shared by the streams whose frames are as long),
+    the frame's head, the word, the frame's tail. Built then, not cached per stream: a
+    cache of every chunk of 500 streams is megabytes, and reading it back cold makes
+    each write slower (tests/bench/bench_loopback_burst.py). The first and last
+    tokens, and every token of a shape without one frame, are built by the shape's own
+    builders (`_prepare_general`). Faulty streams, and any token the engine did not
+    write, take `_on_token_slow`, which builds and writes it on the spot.
     """
 
-    _socket: tuple[Callable[[bytes], object], Callable[[], bool]] | None = None
+    __slots__ = ("_lane", "_pending", "_socket")
+
+    def __init__(self, ctx: ResponseContext, seq_args: dict[str, Any]) -> None:
+        super().__init__(ctx, seq_args)
+        self._socket: tuple[Callable[[bytes], object], Callable[[], bool]] | None = None
+        self._lane: _Lane | None = None
+        self._pending: list[bytes] | None = None
 
     def start(self) -> None:
         head = self.conn.start_chunked(200, self.shape.content_type, self.ctx.extra_headers)
@@ -197,14 +236,18 @@ class StreamingResponse(_ResponseBase):
         opening = head + (chunk(events) if events else b"")
         if self.fault_name == "slow_headers":
             delay = self.ctx.fault.number("s") if self.ctx.fault else 0.0
-            self._pending: list[bytes] | None = []
+            self._pending = []
             asyncio.get_running_loop().call_later(delay, self._release_head, opening)
         else:
-            self._pending = None
             self.conn.write(opening)
             transport = self.conn.transport
             if self.fault_name is None and transport is not None:
                 self._socket = (transport.write, transport.is_closing)
+                frame = self.shape.token_frame()
+                if frame is not None:
+                    head, tail = frame
+                    self._lane = (transport.write, transport.is_closing,
+                                  _size_lines(len(head) + len(tail)), head, _closing(tail))
         super().start()
         fault = self.ctx.fault
         if fault is not None and fault.name == "drop_mid" and fault.integer("after") == 0:
@@ -255,6 +298,15 @@ class StreamingResponse(_ResponseBase):
     # --- the hot path -------------------------------------------------------------
     def prepare_token(self, seq: Sequence, finished: bool) -> PreparedWrite | None:
         """The next token's chunk, for the engine to write at the step's end."""
+        n = seq.num_output
+        lane = self._lane
+        if lane is None or finished or not n:
+            return self._prepare_general(seq, finished)
+        write, is_closing, sizes, head, tail = lane
+        piece = WORD_PIECE_BYTES[(self.offset + n) % _N_PIECES]
+        return write, b"".join((sizes[len(piece)], head, piece, tail)), is_closing
+
+    def _prepare_general(self, seq: Sequence, finished: bool) -> PreparedWrite | None:
         socket = self._socket
         if socket is None or not self.conn.writable:
             return None
@@ -271,7 +323,17 @@ class StreamingResponse(_ResponseBase):
         if not written_ns:
             self._on_token_slow(seq, scheduled_ns, finished)
             return
-        self._note_write(scheduled_ns, written_ns)
+        # _note_write, inlined; the engine put the lag in the emission-lag histogram
+        if self.first_write_ns is None:
+            self.first_write_ns = written_ns
+        self.last_write_ns = written_ns
+        lag = written_ns - scheduled_ns
+        self.lag_count += 1
+        self.lag_sum_ns += lag
+        if lag > self.lag_max_ns:
+            self.lag_max_ns = lag
+        if self.token_lags_us is not None:
+            self._keep_token_lag(written_ns, lag)
         if finished:
             self.conn.on_lost = None
             self.conn.turns.submit(self._finish_ok)
@@ -375,6 +437,8 @@ class StreamingResponse(_ResponseBase):
 
 class BufferedResponse(_ResponseBase):
     """A non-streaming request: one JSON body when the answer is complete."""
+
+    __slots__ = ()
 
     def on_token(
         self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
