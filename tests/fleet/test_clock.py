@@ -73,7 +73,7 @@ def test_below_its_capacity_the_layer_passes_everything(tmp_path: Path) -> None:
 
 def test_a_saturated_layer_leaves_the_replicas_underused(tmp_path: Path) -> None:
     layer = LayerSpec(cpu_ms=1.0, cores=1, memory_mib=64, base_mib=1, request_kib=1)
-    result, _, telemetry = simulate(tmp_path, rate=3000, duration_s=2, layer=layer,
+    result, _, _ = simulate(tmp_path, rate=3000, duration_s=2, layer=layer,
                                     replicas=4)
     peak = result.summary["peak"]
     assert peak["layer_cpu_pct"] == pytest.approx(100)
