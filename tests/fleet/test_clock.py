@@ -74,11 +74,14 @@ def test_below_its_capacity_the_layer_passes_everything(tmp_path: Path) -> None:
 def test_a_saturated_layer_leaves_the_replicas_underused(tmp_path: Path) -> None:
     layer = LayerSpec(cpu_ms=1.0, cores=1, memory_mib=64, base_mib=1, request_kib=1)
     result, _, _ = simulate(tmp_path, rate=3000, duration_s=2, layer=layer,
-                                    replicas=4)
+                            replicas=16)
     peak = result.summary["peak"]
     assert peak["layer_cpu_pct"] == pytest.approx(100)
     assert peak["layer_queued_requests"] > 1000
-    assert peak["batch_occupancy_frac"] < 0.2  # 1000 req/s over 4 replicas of 256 seqs
+    # the 1000 req/s it passes are ~60 a replica: a 64-token prefill each is ~17 % of
+    # an H100's FLOP/s, and a few sequences of 256
+    assert peak["gpu_tensor_active_pct"] < 25
+    assert peak["batch_occupancy_frac"] < 0.1
 
 
 def test_the_worker_pool_caps_what_the_layer_streams(tmp_path: Path) -> None:

@@ -42,6 +42,9 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT
 @click.option("--name", default="simulate", show_default=True, help="Run name.")
 @click.option("--report/--no-report", default=False, show_default=True,
               help="Write report.html when done.")
+@click.option("--sweep", "sweep", default=None,
+              help="Total arrival rates, e.g. 10k,25k,50k: one simulation each, in a "
+              "`zerohop sweep` folder that `zerohop capacity` reads.")
 def simulate_command(**kw: Any) -> None:
     """Run a workload on N modelled replicas on a virtual clock: no sockets, no sleeping."""
     from zerohop.fleet.run import run_simulation
@@ -51,6 +54,9 @@ def simulate_command(**kw: Any) -> None:
     except ValueError as exc:
         click.echo(f"zerohop: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    if kw["sweep"] is not None:
+        _sweep(plan, kw["sweep"])
+        return
     result = run_simulation(plan)
     summary = result.summary
     counts = ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items())
@@ -63,6 +69,19 @@ def simulate_command(**kw: Any) -> None:
         from zerohop.report.build import build_report
 
         click.echo(f"report: {build_report(result.run_dir)}")
+
+
+def _sweep(plan: Any, rates_text: str) -> None:
+    from zerohop.cli.simulate_sweep import simulated_sweep
+
+    result = simulated_sweep(plan, _rates(rates_text), f"virtual://{plan.replicas}x")
+    click.echo(f"sweep: {result.sweep_dir}")
+
+
+def _rates(text: str) -> list[float]:
+    from zerohop.cli.simulate_sweep import parse_rates
+
+    return parse_rates(text)
 
 
 def _plan(kw: dict[str, Any]) -> Any:
@@ -86,6 +105,11 @@ def _plan(kw: dict[str, Any]) -> Any:
         raise ValueError("--record-sample must be in (0, 1]")
     if kw["rate_scale"] <= 0:
         raise ValueError("--rate-scale must be > 0")
+    if kw["sweep"] is not None:
+        _rates(kw["sweep"])
+        if kw["record_sample"] < 1 or kw["rate_scale"] != 1:
+            raise ValueError("--sweep writes every record and sets the rates itself: "
+                             "leave out --record-sample and --rate-scale")
     if not kw["workload"].is_file():
         raise ValueError(f"--workload: no such file {kw['workload']}")
     config_path = kw["config_path"] or Path(str(EMBEDDED_TARGET_CONFIG))

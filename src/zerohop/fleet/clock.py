@@ -25,7 +25,7 @@ from zerohop.sim.sequence import EngineError, Sequence
 from zerohop.sim.tokens import draw_output_tokens
 
 NEVER = np.iinfo(np.int64).max
-Tick = Callable[[int, list[Engine], LayerState | None], None]
+Tick = Callable[[int, "FleetClock"], None]
 
 
 class FleetClock:
@@ -51,6 +51,7 @@ class FleetClock:
         self._next_replica = 0
         self._ignore_eos: list[bool] = []
         self.now_ns = 0
+        self.compute_s = 0.0  # modelled compute-bound seconds of every step so far
 
     def run(self, load: OfferedLoad, *, drain_ns: int, tick_ns: int, on_tick: Tick) -> None:
         """Every arrival of `load`, then the drain: requests still running `drain_ns`
@@ -74,12 +75,13 @@ class FleetClock:
             if now == NEVER or now > stop_ns:
                 break
             while next_tick <= now:
-                on_tick(next_tick, self.engines, layer)
+                on_tick(next_tick, self)
                 next_tick += tick_ns
             self.now_ns = now
             if t_step == now:
                 _, _, replica, plan = heapq.heappop(steps)
                 self.engines[replica].finish_step(plan)
+                self.compute_s += plan.compute_s
                 self._plan(replica, now)
             elif t_cpu == now:
                 layer.cpu_done(now)  # type: ignore[union-attr]
@@ -91,7 +93,7 @@ class FleetClock:
                 )
                 i += 1
                 self._arrive(req, now)
-        on_tick(next_tick, self.engines, layer)
+        on_tick(next_tick, self)
         for engine in self.engines:
             for seq in [*engine.running, *engine.waiting]:
                 engine.abort(seq)

@@ -1,10 +1,13 @@
 """The fleet's telemetry series on the virtual clock, one sample a tick, in the
-canonical names a live run's telemetry uses (so the report's lanes show them): the
-replicas' queue, batch, KV-cache use and modelled GPU gauges (fleet totals or means:
-one lane per replica would not read at a hundred replicas), and the layer's CPU,
-memory and queue.
+canonical names a live run's telemetry uses, so the report's lanes show them.
 
-The layer's CPU is the work finished in the tick over what its cores could do in it.
+The replicas' series are fleet totals or means (one lane per replica would not read at
+a hundred replicas): queue, running batch, KV-cache use, batch occupancy, tokens/s and
+the modelled GPU gauges. `gpu_sm_util_pct` is busy time (any step running), as NVML
+reads it, and stays near 100 % under any steady load; `gpu_tensor_active_pct` is the
+steps' FLOPs over what the GPUs can do in the tick, the figure that says how much more
+they could take. The layer's `layer_cpu_pct` is the CPU work finished in the tick over
+what its cores could do in it; beside it its memory, queue and whether it is up.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from zerohop.core.layout import TELEMETRY_FILE
+from zerohop.fleet.clock import FleetClock
 from zerohop.fleet.layer_model import LayerState
-from zerohop.sim.engine import Engine
 from zerohop.telemetry.samples import labels_json
 from zerohop.telemetry.store import COLUMNS, telemetry_schema
 
@@ -35,9 +38,11 @@ class FleetTelemetry:
         self.rows: list[tuple[float, str, str, str, float, str | None]] = []
         self._last_tokens = 0
         self._last_cpu_done = 0
+        self._last_compute_s = 0.0
         self.peak: dict[str, float] = {}
 
-    def tick(self, now_ns: int, engines: list[Engine], layer: LayerState | None) -> None:
+    def tick(self, now_ns: int, clock: FleetClock) -> None:
+        engines, layer = clock.engines, clock.layer
         ts = self.start_wall_s + now_ns / 1e9
         n = len(engines)
         waiting = sum(len(e.waiting) for e in engines)
@@ -52,10 +57,13 @@ class FleetTelemetry:
                 len(e.running) / e.engine_config.max_num_seqs for e in engines) / n,
             "generation_tokens_per_s": (tokens - self._last_tokens) / (self.tick_ns / 1e9),
             "gpu_sm_util_pct": sum(g["util_pct"] for g in gauges) / n,
+            "gpu_tensor_active_pct": 100.0 * (clock.compute_s - self._last_compute_s)
+            / (self.tick_ns / 1e9) / n,
             "gpu_power_w": sum(g["power_w"] for g in gauges) / n,
             "gpu_temp_c": sum(g["temp_c"] for g in gauges) / n,
         }
         self._last_tokens = tokens
+        self._last_compute_s = clock.compute_s
         for metric, value in values.items():
             self._add(ts, SOURCE, metric, FLEET, value)
         if layer is not None:
