@@ -30,6 +30,7 @@ load: {{kind: open, rate_rps: {rate}, arrival: {arrival}{shape}}}
 def simulate(tmp_path: Path, *, rate: float, duration_s: float, input: int = 64,
              output: int = 8, arrival: str = "poisson", shape: str = "",
              **plan: object) -> tuple[SimulationResult, pd.DataFrame, pd.DataFrame]:
+    tmp_path.mkdir(exist_ok=True)
     workload = tmp_path / "flood.yaml"
     workload.write_text(FLOOD.format(input=input, output=output, rate=rate,
                                      arrival=arrival, shape=shape))
@@ -146,3 +147,19 @@ def test_a_records_sample_keeps_exact_counts(tmp_path: Path) -> None:
     assert result.summary["outcomes"] == {"ok": arrivals}
     assert len(records) == pytest.approx(0.1 * arrivals, rel=0.15)
     assert result.summary["records_written"] == len(records)
+
+
+def test_a_few_replicas_on_their_round_robin_share_stand_for_the_fleet(tmp_path: Path
+                                                                       ) -> None:
+    # 8 replicas at ~60 % of their prefill capacity: queueing shows in the tail, so the
+    # replicas' arrival process (every 8th of a Poisson stream, not Poisson) matters
+    kw = {"rate": 1400, "duration_s": 20, "input": 64, "output": 8}
+    full, full_rows, _ = simulate(tmp_path / "full", replicas=8, **kw)  # type: ignore[arg-type]
+    part, part_rows, _ = simulate(tmp_path / "part", replicas=8,  # type: ignore[arg-type]
+                                  simulated_replicas=2, **kw)
+    assert len(part_rows) == pytest.approx(len(full_rows) / 4, rel=0.05)
+    assert part.summary["offered_rps"] == pytest.approx(full.summary["offered_rps"], rel=0.05)
+    for metric in ("ttft_ms", "tpot_ms"):
+        for q, tolerance in ((0.5, 0.05), (0.99, 0.1)):
+            assert part_rows[metric].quantile(q) == pytest.approx(
+                full_rows[metric].quantile(q), rel=tolerance), (metric, q)

@@ -20,6 +20,9 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT
               help="Simulated time offered load runs: 30s, 2m, 1h.")
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Engine replicas of the served model.")
+@click.option("--simulated-replicas", type=int, default=None,
+              help="Run only K of the replicas, each on its round-robin share of the "
+              "arrivals, standing for all (no layer): an hour at high rates in minutes.")
 @click.option("--layer", "layer", default=None,
               help="A layer in front of the replicas: `on` or key=value,... of cpu_ms, cores, "
               "workers, connections, memory_mib, base_mib, request_kib (default: none).")
@@ -101,6 +104,11 @@ def _plan(kw: dict[str, Any]) -> Any:
         raise ValueError("--duration must be > 0")
     if kw["replicas"] <= 0:
         raise ValueError("--replicas must be > 0")
+    k = kw["simulated_replicas"]
+    if k is not None and not 0 < k <= kw["replicas"]:
+        raise ValueError("--simulated-replicas must be between 1 and --replicas")
+    if k is not None and kw["layer"] not in (None, "off"):
+        raise ValueError("--simulated-replicas needs no --layer: a layer couples the replicas")
     if not 0 < kw["record_sample"] <= 1:
         raise ValueError("--record-sample must be in (0, 1]")
     if kw["rate_scale"] <= 0:
@@ -117,7 +125,8 @@ def _plan(kw: dict[str, Any]) -> Any:
     layer = parse_layer_spec(kw["layer"]) if kw["layer"] not in (None, "off") else None
     plan = SimulationPlan(
         workload=kw["workload"], duration_s=duration, config=config,
-        replicas=kw["replicas"], layer=layer, record_sample=kw["record_sample"],
+        replicas=kw["replicas"], simulated_replicas=k, layer=layer,
+        record_sample=kw["record_sample"],
         rate_scale=kw["rate_scale"], seed=kw["seed"], drain_s=drain,
         results_dir=kw["results_dir"], name=kw["name"], argv=sys.argv[1:],
     )

@@ -67,6 +67,7 @@ class FleetClock:
         next_tick = 0
         i = 0
         arrival_list = arrivals.tolist()
+        routed = load.replica.tolist() if load.replica is not None else None
         while True:
             t_arrival = arrival_list[i] if i < n else NEVER
             t_cpu = layer.cpu_queue[0][0] if layer is not None and layer.cpu_queue else NEVER
@@ -92,7 +93,7 @@ class FleetClock:
                     bool(recorded[i]) if recorded is not None else True, self._ended,
                 )
                 i += 1
-                self._arrive(req, now)
+                self._arrive(req, now, routed[i - 1] if routed is not None else -1)
         on_tick(next_tick, self)
         for engine in self.engines:
             for seq in [*engine.running, *engine.waiting]:
@@ -104,12 +105,14 @@ class FleetClock:
                     self.outcomes.cancelled(req, self.now_ns)
 
     # --- the request's path ---------------------------------------------------------
-    def _arrive(self, req: FleetRequest, now: int) -> None:
+    def _arrive(self, req: FleetRequest, now: int, replica: int) -> None:
+        """`replica` >= 0: the arrival was made for that replica (no layer)."""
         self.outcomes.arrived(req)
         layer = self.layer
         if layer is None:
-            replica = self._next_replica
-            self._next_replica = (replica + 1) % len(self.engines)
+            if replica < 0:
+                replica = self._next_replica
+                self._next_replica = (replica + 1) % len(self.engines)
             self._send(req, replica, now)
             return
         if layer.arrive(req, now):

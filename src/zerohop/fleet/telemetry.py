@@ -32,8 +32,10 @@ FLEET = labels_json({"replicas": "all"})
 class FleetTelemetry:
     """Collects one row per (tick, metric); `write` makes telemetry.parquet."""
 
-    def __init__(self, start_wall_s: float, tick_ns: int) -> None:
+    def __init__(self, start_wall_s: float, tick_ns: int, *, fleet_scale: float = 1.0
+                 ) -> None:
         self.start_wall_s = start_wall_s
+        self.fleet_scale = fleet_scale  # totals of k simulated replicas -> the fleet's
         self.tick_ns = tick_ns
         self.rows: list[tuple[float, str, str, str, float, str | None]] = []
         self._last_tokens = 0
@@ -50,12 +52,13 @@ class FleetTelemetry:
         gauges = [e.activity.sample(now_ns) for e in engines]
         tokens = sum(e.stats.generation_tokens_total for e in engines)
         values = {
-            "queue_depth": float(waiting),
-            "running_requests": float(running),
+            "queue_depth": waiting * self.fleet_scale,
+            "running_requests": running * self.fleet_scale,
             "kv_cache_usage_frac": sum(e.kv_usage() for e in engines) / n,
             "batch_occupancy_frac": sum(
                 len(e.running) / e.engine_config.max_num_seqs for e in engines) / n,
-            "generation_tokens_per_s": (tokens - self._last_tokens) / (self.tick_ns / 1e9),
+            "generation_tokens_per_s": (tokens - self._last_tokens) / (self.tick_ns / 1e9)
+            * self.fleet_scale,
             "gpu_sm_util_pct": sum(g["util_pct"] for g in gauges) / n,
             "gpu_tensor_active_pct": 100.0 * (clock.compute_s - self._last_compute_s)
             / (self.tick_ns / 1e9) / n,
