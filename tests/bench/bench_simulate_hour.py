@@ -65,7 +65,7 @@ def main() -> int:
                   "per wall second")
     speed = statistics.median(speeds)
     hour_s = args.rate * 3600 / speed
-    verdict = "meets" if hour_s < GOAL_S else f"misses ({hour_s / GOAL_S:.0f}x)"
+    verdict = "meets" if hour_s < GOAL_S else f"misses ({hour_s / GOAL_S:.1f}x)"
     print(f"median {speed:.0f} fleet req/s per wall second -> an hour at {args.rate:.0f} "
           f"req/s takes {hour_s:.0f} s wall; the {GOAL_S:.0f} s goal: {verdict}")
     return 0
