@@ -24,7 +24,9 @@ _MIB = 1024 * 1024
 
 
 class LayerSpec(BaseModel):
-    """What the layer has; every field has a default so `--layer on` is a valid spec."""
+    """What the layer has. The defaults (`--layer on`) are the promotion burst's layer
+    (workloads/promotion_burst.yaml): 16 cores at 0.5 ms take 32k req/s, and 14 GiB
+    above its base at 24 KiB a request hold about 600k requests."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
