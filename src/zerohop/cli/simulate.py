@@ -115,9 +115,10 @@ def _plan(kw: dict[str, Any]) -> Any:
         raise ValueError("--rate-scale must be > 0")
     if kw["sweep"] is not None:
         _rates(kw["sweep"])
-        if kw["record_sample"] < 1 or kw["rate_scale"] != 1:
-            raise ValueError("--sweep writes every record and sets the rates itself: "
-                             "leave out --record-sample and --rate-scale")
+        if kw["record_sample"] < 1 or kw["rate_scale"] != 1 or k is not None:
+            raise ValueError("--sweep reads every point's rates from all its records and "
+                             "sets the rates itself: leave out --record-sample, "
+                             "--simulated-replicas and --rate-scale")
     if not kw["workload"].is_file():
         raise ValueError(f"--workload: no such file {kw['workload']}")
     config_path = kw["config_path"] or Path(str(EMBEDDED_TARGET_CONFIG))
