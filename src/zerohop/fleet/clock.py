@@ -51,7 +51,7 @@ class FleetClock:
         self._next_replica = 0
         self._ignore_eos: list[bool] = []
         self.now_ns = 0
-        self.compute_s = 0.0  # modelled compute-bound seconds of every step so far
+        self.compute_s = 0.0  # every step's modelled compute time (FLOPs ÷ FLOP/s) so far
 
     def run(self, load: OfferedLoad, *, drain_ns: int, tick_ns: int, on_tick: Tick) -> None:
         """Every arrival of `load`, then the drain: requests still running `drain_ns`
@@ -68,6 +68,9 @@ class FleetClock:
         i = 0
         arrival_list = arrivals.tolist()
         routed = load.replica.tolist() if load.replica is not None else None
+        workloads, prompts = load.workload.tolist(), load.prompt_tokens.tolist()
+        answers = load.max_tokens.tolist()
+        sampled = recorded.tolist() if recorded is not None else None
         while True:
             t_arrival = arrival_list[i] if i < n else NEVER
             t_cpu = layer.cpu_queue[0][0] if layer is not None and layer.cpu_queue else NEVER
@@ -88,9 +91,8 @@ class FleetClock:
                 layer.cpu_done(now)  # type: ignore[union-attr]
             else:
                 req = FleetRequest(
-                    i, int(load.workload[i]), now, int(load.prompt_tokens[i]),
-                    int(load.max_tokens[i]),
-                    bool(recorded[i]) if recorded is not None else True, self._ended,
+                    i, workloads[i], now, prompts[i], answers[i],
+                    sampled[i] if sampled is not None else True, self._ended,
                 )
                 i += 1
                 self._arrive(req, now, routed[i - 1] if routed is not None else -1)
