@@ -95,6 +95,18 @@ def test_the_worker_pool_caps_what_the_layer_streams(tmp_path: Path) -> None:
     assert queued.max() > 0
 
 
+def test_an_open_loads_in_flight_cap_drops_arrivals_as_the_client_does(tmp_path: Path
+                                                                       ) -> None:
+    result, records, telemetry = simulate(
+        tmp_path, rate=400, duration_s=3, output=64, shape=", max_in_flight: 5")
+    dropped = result.summary["dropped_arrivals"]
+    assert dropped > 0.5 * 400 * 3
+    assert telemetry[telemetry.metric == "running_requests"].value.max() <= 5
+    manifest = json.loads((result.run_dir / "manifest.json").read_text())
+    assert manifest["counters"] == {"sent": len(records), "dropped_arrivals": dropped,
+                                    "cancelled": 0}
+
+
 def test_timestamps_are_virtual_and_in_order(tmp_path: Path) -> None:
     result, records, telemetry = simulate(tmp_path, rate=200, duration_s=5, replicas=2)
     ok = records[records.outcome == "ok"]

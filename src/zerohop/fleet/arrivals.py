@@ -35,6 +35,7 @@ class OfferedLoad:
     prompt_tokens: np.ndarray  # int64
     max_tokens: np.ndarray  # int64
     ignore_eos: list[bool]  # per workload
+    max_in_flight: list[int | None]  # per workload: the open load's cap (None: none)
     replica: np.ndarray | None = None  # int32: the replica each goes to (None: round robin)
 
     def __len__(self) -> int:
@@ -54,6 +55,7 @@ def offered_load(path: Path, duration_s: float, *, seed: int, rate_scale: float 
     names: list[str] = []
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     ignore_eos: list[bool] = []
+    caps: list[int | None] = []
     for index, spec in enumerate(specs):  # index: the workload's own draws of sizes
         if not isinstance(spec, SUPPORTED) or not isinstance(spec.load, OpenLoad):
             raise ValueError(
@@ -77,6 +79,7 @@ def offered_load(path: Path, duration_s: float, *, seed: int, rate_scale: float 
             prompt, answer = spec.input_tokens, spec.max_tokens
         names.append(spec.name)
         ignore_eos.append(spec.ignore_eos)
+        caps.append(load.max_in_flight)
         parts.append((
             np.round(offsets * 1e9).astype(np.int64),
             np.full(n, index, dtype=np.int32),
@@ -93,6 +96,7 @@ def offered_load(path: Path, duration_s: float, *, seed: int, rate_scale: float 
         prompt_tokens=np.concatenate([p[2] for p in parts])[order],
         max_tokens=np.concatenate([p[3] for p in parts])[order],
         ignore_eos=ignore_eos,
+        max_in_flight=caps,
         replica=None if share is None else np.concatenate([p[4] for p in parts])[order],
     )
 

@@ -51,6 +51,8 @@ class FleetClock:
         self._next_replica = 0
         self._ignore_eos: list[bool] = []
         self.now_ns = 0
+        self.dropped = 0  # arrivals over their workload's max_in_flight, never sent
+        self._in_flight: list[int] = []
         self.compute_s = 0.0  # every step's modelled compute time (FLOPs ÷ FLOP/s) so far
 
     def run(self, load: OfferedLoad, *, drain_ns: int, tick_ns: int, on_tick: Tick) -> None:
@@ -58,6 +60,8 @@ class FleetClock:
         after the last arrival's time are cancelled. `on_tick` sees the fleet every
         `tick_ns`."""
         self._ignore_eos = load.ignore_eos
+        self._in_flight = [0] * len(load.workloads)
+        caps = load.max_in_flight
         arrivals = load.arrival_ns
         n = len(load)
         recorded = self._rng.random(n) < self.record_sample if self.record_sample < 1 else None
@@ -90,8 +94,15 @@ class FleetClock:
             elif t_cpu == now:
                 layer.cpu_done(now)  # type: ignore[union-attr]
             else:
+                w = workloads[i]
+                cap = caps[w]
+                if cap is not None and self._in_flight[w] >= cap:
+                    self.dropped += 1  # the client drops it, as a live open loop does
+                    i += 1
+                    continue
+                self._in_flight[w] += 1
                 req = FleetRequest(
-                    i, workloads[i], now, prompts[i], answers[i],
+                    i, w, now, prompts[i], answers[i],
                     sampled[i] if sampled is not None else True, self._ended,
                 )
                 i += 1
@@ -105,6 +116,7 @@ class FleetClock:
             for req in layer.take_all():
                 if req.seq is None:
                     self.outcomes.cancelled(req, self.now_ns)
+        self._in_flight = [0] * len(self._in_flight)
 
     # --- the request's path ---------------------------------------------------------
     def _arrive(self, req: FleetRequest, now: int, replica: int) -> None:
@@ -123,7 +135,9 @@ class FleetClock:
             for lost in layer.take_all():
                 if lost.seq is not None:
                     self.engines[lost.replica].abort(lost.seq)
+                self._in_flight[lost.workload] -= 1
                 self.outcomes.layer_lost(lost, now, layer.spec.memory_mib)
+        self._in_flight[req.workload] -= 1
         self.outcomes.layer_down(req, now)
 
     def _send(self, req: FleetRequest, replica: int, now: int) -> None:
@@ -161,6 +175,7 @@ class FleetClock:
 
     def _ended(self, req: FleetRequest, end_ns: int, error: EngineError | None) -> None:
         now = self.now_ns if end_ns < 0 else end_ns
+        self._in_flight[req.workload] -= 1
         if error is None:
             self.outcomes.finished(req, now)
         else:

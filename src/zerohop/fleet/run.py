@@ -97,7 +97,10 @@ def run_simulation(plan: SimulationPlan) -> SimulationResult:
     wall_s = time.perf_counter() - wall0
     summary = _summary(plan, load.rate_rps(plan.duration_s) * fleet_scale, outcomes,
                        telemetry, wall_s, writer.rows_written)
-    run_folder.update_manifest(run_dir, simulation=summary)
+    summary["dropped_arrivals"] = clock.dropped
+    counters = {"sent": outcomes.arrivals, "dropped_arrivals": clock.dropped,
+                "cancelled": outcomes.counts.get("cancelled", 0)}
+    run_folder.update_manifest(run_dir, simulation=summary, counters=counters)
     run_folder.finish_manifest(run_dir, status="completed", end_reason="finished")
     return SimulationResult(run_dir, summary)
 
