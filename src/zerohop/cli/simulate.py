@@ -17,7 +17,7 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT
 @click.option("--workload", "workload", type=click.Path(path_type=Path), required=True,
               help="Workload file (open-loop short_query_flood / long_context workloads).")
 @click.option("--duration", default="60s", show_default=True,
-              help="Simulated time offered load runs: 30s, 2m, 1h.")
+              help="Simulated time the load is offered: 30s, 2m, 1h.")
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Engine replicas of the served model.")
 @click.option("--simulated-replicas", type=int, default=None,
