@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, str] = {
     "selfcheck": "zerohop.cli.selfcheck:selfcheck_command",
     "sim": "zerohop.sim.cli:sim_command",
     "proxy": "zerohop.layer.cli:proxy_command",
+    "simulate": "zerohop.cli.simulate:simulate_command",
     "report": "zerohop.report.cli:report_command",
     "compare": "zerohop.report.cli:compare_command",
     "microbench": "zerohop.microbench.cli:microbench_command",

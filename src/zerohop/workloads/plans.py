@@ -52,6 +52,12 @@ _CONTENT_STREAM = 2
 _DEFAULT_TRACE_MAX_TOKENS = 128
 
 
+def arrival_seed(seed: int, name: str) -> tuple[int, int, int]:
+    """The seed of a workload's open-loop arrival schedule: the run's seed and the
+    workload's name, so a simulation of the same file offers the same arrivals."""
+    return (seed, zlib.crc32(name.encode()), _ARRIVAL_STREAM)
+
+
 @dataclass(frozen=True, eq=False)
 class PlannedRequest:
     """One request to send: everything a protocol adapter needs, nothing about HTTP.
@@ -158,7 +164,7 @@ class Planner(WorkerLoadShare):
         self._sizer = sizer
         self._builder = setup.builder
         name_key = zlib.crc32(spec.name.encode())
-        self._arrival_seed = (setup.seed, name_key, _ARRIVAL_STREAM)
+        self._arrival_seed = arrival_seed(setup.seed, spec.name)
         self._rng = np.random.default_rng(
             [setup.seed, name_key, _CONTENT_STREAM, setup.worker_index])
         self._sequence = 0

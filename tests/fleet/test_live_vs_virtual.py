@@ -1,0 +1,55 @@
+"""The same small workload, run live against the embedded target (`zerohop run`, which
+starts `zerohop sim`) and on the virtual clock (`zerohop simulate`): both run the one
+engine model, so p50 and p99 of TTFT and TPOT agree within 5 %.
+
+`--time-scale 8` slows the modelled GPU so that the live run's own costs (HTTP, the
+event loops, a busy shared machine) are small beside the modelled step times, as they
+are beside a real GPU's; both runs use the run's default seed, so they offer the same
+arrival times. The virtual side is deterministic; the live side's tail carries the
+machine's load (on the shared 2-core machine at load average 6, its p99 TTFT ran
+10-17 % above the model's), so the check fails there, as a measurement should."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.main_job.test_run_command import zerohop
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = """\
+kind: short_query_flood
+name: check
+input_tokens: 64
+max_tokens: 16
+ignore_eos: true
+load: {kind: open, rate_rps: 10, arrival: poisson}
+"""
+SCALE = "8"
+
+
+def _ok(results: Path) -> pd.DataFrame:
+    [run_dir] = results.iterdir()
+    frame = pd.read_parquet(run_dir / "requests.parquet")
+    return frame[frame.outcome == "ok"]
+
+
+def test_live_and_virtual_agree_on_ttft_and_tpot(tmp_path: Path) -> None:
+    workload = tmp_path / "check.yaml"
+    workload.write_text(WORKLOAD)
+    live = zerohop("run", "--workload", str(workload), "--duration", "20s", "--no-report",
+                   "--sim-args", f"--time-scale {SCALE}", "--results-dir", str(tmp_path / "live"))
+    assert live.returncode == 0, live.stderr[-1500:]
+    virtual = zerohop("simulate", "--workload", str(workload), "--duration", "20s",
+                      "--time-scale", SCALE, "--results-dir", str(tmp_path / "virtual"))
+    assert virtual.returncode == 0, virtual.stderr[-1500:]
+    measured, modelled = _ok(tmp_path / "live"), _ok(tmp_path / "virtual")
+    assert len(measured) > 150 and len(modelled) > 150
+    pairs = {(metric, q): (measured[metric].quantile(q), modelled[metric].quantile(q))
+             for metric in ("ttft_ms", "tpot_ms") for q in (0.5, 0.99)}
+    print({k: (round(a, 2), round(b, 2), f"{b / a - 1:+.1%}") for k, (a, b) in pairs.items()})
+    for key, (live_q, virtual_q) in pairs.items():
+        assert virtual_q == pytest.approx(live_q, rel=0.05), (key, live_q, virtual_q)
