@@ -115,10 +115,18 @@ class SessionAnalysis:
     agent_loops: AgentLoops | None = None
 
 
+_OK_COLUMNS: tuple[str, ...] = (
+    "agent_step", "cached_tokens", "e2e_ms", "input_tokens", "output_tokens",
+    "reasoning_tokens", "scheduled_ts", "sent_ts", "tool_calls", "tpot_ms", "ttfo_ms",
+    "ttft_ms", "turn",
+)
+
+
 def summarise_sessions(
     requests: pd.DataFrame, telemetry: pd.DataFrame, timeline: Timeline
 ) -> SessionAnalysis | None:
-    ok = requests[(requests["outcome"] == "ok").to_numpy()]
+    # only the columns read below: a copy of every column of ten million rows is gigabytes
+    ok = requests.loc[(requests["outcome"] == "ok").to_numpy(), list(_OK_COLUMNS)]
     analysis = SessionAnalysis(
         cache=_cache(ok, telemetry, timeline),
         turns=_turns(ok),
