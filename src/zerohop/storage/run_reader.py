@@ -137,7 +137,9 @@ def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
     try:
         names = pq.read_schema(path).names
         dictionary = [name for name in CATEGORY_COLUMNS if name in names]
-        parquet = pq.ParquetFile(path, read_dictionary=dictionary)
+        # pre_buffer (pyarrow's default) keeps every column chunk read for as long as
+        # the file is open: gigabytes of ITL pages at ten million records
+        parquet = pq.ParquetFile(path, read_dictionary=dictionary, pre_buffer=False)
         for required in ("workload", "outcome"):
             if required not in names:
                 raise ReportInputError(f"requests.parquet {path} lacks the column {required!r}")
@@ -151,6 +153,7 @@ def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
         )
     except (OSError, pa.ArrowException) as exc:
         raise ReportInputError(f"unreadable requests.parquet {path}: {exc}") from None
+    pa.default_memory_pool().release_unused()  # Arrow's read buffers, no longer needed
     return typed_frame(columns), itl
 
 
