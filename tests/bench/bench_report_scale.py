@@ -8,9 +8,10 @@ machine, with report.html under 8 MB.
 
 The run is generated here (a million records per row group, about a minute for ten
 million), then reported in a fresh child process per repeat, so neither the
-generator's memory nor its imports count: the child times the steps `build_report`
-takes (load, analyse, present, render) and prints its peak RSS. `--cli` reports with
-`zerohop report RUN_DIR` instead, exactly as a user runs it (total only).
+generator's memory nor its imports count: the child runs `build_report` and prints
+its steps' seconds (load, analyse, present, render), its CPU seconds and its peak
+RSS. `--cli` reports with `zerohop report RUN_DIR` instead, exactly as a user runs it
+(totals only; it also times a zerohop without the step timings).
 
     .venv/bin/python tests/bench/bench_report_scale.py [--records N] [--repeat K]
         [--run-dir DIR | --keep] [--cli]
@@ -54,6 +55,7 @@ def main() -> int:
     parser.add_argument("--cli", action="store_true", help="time `zerohop report RUN_DIR`")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress in a log
     if args.child:
         print(json.dumps(_report_once(args.child)))
         return 0
@@ -67,7 +69,7 @@ def main() -> int:
         if root is not None and not args.keep:
             shutil.rmtree(root, ignore_errors=True)
         elif root is not None:
-            print(f"kept: {root}")
+            print(f"kept: {root}", flush=True)
 
 
 def _generate(root: Path, args: argparse.Namespace) -> Path:
@@ -103,52 +105,46 @@ def _report_in_child(run_dir: Path, cli: bool) -> dict[str, Any]:
         command = [sys.executable, "-m", "zerohop", "report", str(run_dir)]
     else:
         command = [sys.executable, str(Path(__file__).resolve()), "--child", str(run_dir)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"report failed ({done.returncode}):\n{done.stderr[-4000:]}")
     if cli:
-        # the only child this process waited for so far, apart from earlier repeats
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-        result: dict[str, Any] = {"peak_rss_bytes": peak}
+        # this process's children are these reports: the largest of them so far
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        result: dict[str, Any] = {
+            "peak_rss_bytes": after.ru_maxrss * 1024,
+            "cpu_s": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+        }
     else:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     result["wall_s"] = wall
     result["html_bytes"] = (run_dir / "report.html").stat().st_size
     print(
         f"  report: {wall:.1f} s wall, peak RSS {result['peak_rss_bytes'] / 1e9:.2f} GB"
+        + (f", {result['cpu_s']:.1f} s CPU" if "cpu_s" in result else "")
         + "".join(f", {p} {result[p]:.1f} s" for p in PHASES if p in result)
     )
     return result
 
 
 def _report_once(run_dir: Path) -> dict[str, Any]:
-    """The steps of `zerohop.report.build_report` with default settings, each timed."""
-    from zerohop.analysis.run_analysis import analyse_run
-    from zerohop.core.layout import REPORT_FILE
-    from zerohop.report.present import report_page
-    from zerohop.report.render import render_page, write_atomically
-    from zerohop.storage.run_reader import load_run
+    """`zerohop.report.build_report` with default settings, its steps timed."""
+    from zerohop.report import build_report
 
     seconds: dict[str, Any] = {}
-    started = time.perf_counter()
-    run = load_run(run_dir)
-    seconds["load"] = (now := time.perf_counter()) - started
-    analysis = analyse_run(run)
-    seconds["analyse"] = (then := time.perf_counter()) - now
-    page = report_page(analysis, generated_at="bench")
-    seconds["present"] = (now := time.perf_counter()) - then
-    write_atomically(
-        run_dir / REPORT_FILE, render_page("report.html.j2", page.context, page.charts)
-    )
-    seconds["render"] = time.perf_counter() - now
-    seconds["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    build_report(run_dir, timings=seconds)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    seconds["peak_rss_bytes"] = usage.ru_maxrss * 1024
+    seconds["cpu_s"] = usage.ru_utime + usage.ru_stime  # less noisy than wall when shared
     return seconds
 
 
 def _verdict(results: list[dict[str, Any]], run_dir: Path, args: argparse.Namespace) -> int:
     wall = statistics.median(r["wall_s"] for r in results)
+    cpu = statistics.median(r["cpu_s"] for r in results)
     peak = max(r["peak_rss_bytes"] for r in results)
     size = results[-1]["html_bytes"]
     phases = [
@@ -158,8 +154,9 @@ def _verdict(results: list[dict[str, Any]], run_dir: Path, args: argparse.Namesp
     print(
         f"{'zerohop report' if args.cli else 'build_report'} of {run_dir.name}, median of "
         f"{len(results)}: {wall:.1f} s ({'OK' if ok_time else 'OVER'}, limit "
-        f"{TIME_LIMIT_S:g} s); peak RSS {peak / 1e9:.2f} GB ({'OK' if ok_rss else 'OVER'}, "
-        f"limit {RSS_LIMIT_BYTES / 1e9:g} GB); report.html {size / 1e6:.2f} MB "
+        f"{TIME_LIMIT_S:g} s), {cpu:.1f} s CPU; peak RSS {peak / 1e9:.2f} GB "
+        f"({'OK' if ok_rss else 'OVER'}, limit {RSS_LIMIT_BYTES / 1e9:g} GB); "
+        f"report.html {size / 1e6:.2f} MB "
         f"({'OK' if ok_size else 'OVER'}, limit {SIZE_LIMIT_BYTES / 1e6:g} MB)"
         + (f"; {', '.join(phases)}" if phases else "")
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from zerohop.analysis.run_data import FLOAT_COLUMNS
 from zerohop.analysis.timeseries import Timeline, request_start_ts
 from zerohop.core.records import AGENT_ANSWERED, AGENT_CAPPED
 
@@ -115,18 +116,10 @@ class SessionAnalysis:
     agent_loops: AgentLoops | None = None
 
 
-_OK_COLUMNS: tuple[str, ...] = (
-    "agent_step", "cached_tokens", "e2e_ms", "input_tokens", "output_tokens",
-    "reasoning_tokens", "scheduled_ts", "sent_ts", "tool_calls", "tpot_ms", "ttfo_ms",
-    "ttft_ms", "turn",
-)
-
-
 def summarise_sessions(
     requests: pd.DataFrame, telemetry: pd.DataFrame, timeline: Timeline
 ) -> SessionAnalysis | None:
-    # only the columns read below: a copy of every column of ten million rows is gigabytes
-    ok = requests.loc[(requests["outcome"] == "ok").to_numpy(), list(_OK_COLUMNS)]
+    ok = _float_rows(requests, np.flatnonzero((requests["outcome"] == "ok").to_numpy()))
     analysis = SessionAnalysis(
         cache=_cache(ok, telemetry, timeline),
         turns=_turns(ok),
@@ -140,6 +133,20 @@ def summarise_sessions(
              and analysis.reasoning is None and not analysis.tool_calls
              and not analysis.agent_steps and analysis.agent_loops is None)
     return None if empty else analysis
+
+
+def _float_rows(requests: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """The float columns (all this module reads of ok requests) at `rows`; a column no
+    record filled stays one broadcast value. A copy of every column of ten million rows,
+    text included, would be gigabytes."""
+    columns = {}
+    for name in FLOAT_COLUMNS:
+        values = requests[name].to_numpy(dtype=float)
+        if values.size and values.strides == (0,):  # one value for every row
+            columns[name] = np.broadcast_to(values[0], rows.size)
+        else:
+            columns[name] = values[rows]
+    return pd.DataFrame(columns, copy=False)
 
 
 def _pct(values: np.ndarray, q: float) -> float:
