@@ -12,7 +12,7 @@ records take seconds.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy.signal import lfilter
 
+from tests.synthetic_files import RequestsWriter, write_jsonl
 from zerohop.core.records import RECORD_FIELDS
 
 T0 = 1_764_000_000.0  # wall-clock origin of every synthetic run
+CHUNK_ROWS = 1_000_000  # requests per generated row group (bounds the generator's memory)
 HOSTILE = "<script>alert(1)</script>"
 GPU_METRICS: tuple[str, ...] = (
     "gpu_sm_util_pct",
@@ -95,17 +97,36 @@ def write_run(root: Path, spec: SyntheticRun = SyntheticRun()) -> Path:
     run_dir = Path(root) / f"20261129-193000-{spec.name}"
     run_dir.mkdir(parents=True, exist_ok=True)
     driver_ts, driver = driver_process(spec)
-    columns, offsets, itl = request_columns(spec, driver_ts, driver)
     if spec.sinks_only:
-        _write_jsonl(run_dir, columns, offsets, itl)
+        write_jsonl(run_dir, *request_columns(spec, driver_ts, driver))
+    elif spec.n_requests <= CHUNK_ROWS:
+        with RequestsWriter(run_dir / "requests.parquet") as writer:
+            writer.write(*request_columns(spec, driver_ts, driver))
     else:
-        _write_parquet(run_dir / "requests.parquet", columns, offsets, itl)
+        _write_chunked(run_dir / "requests.parquet", spec, driver_ts, driver)
     if spec.telemetry:
         pq.write_table(telemetry_table(spec, driver_ts, driver), run_dir / "telemetry.parquet")
     if spec.microbench:
         (run_dir / "microbench.json").write_text(json.dumps(microbench_doc()), encoding="utf-8")
     (run_dir / "manifest.json").write_text(json.dumps(manifest(spec)), encoding="utf-8")
     return run_dir
+
+
+def _write_chunked(
+    path: Path, spec: SyntheticRun, driver_ts: np.ndarray, driver: np.ndarray
+) -> None:
+    """A large run as row groups of CHUNK_ROWS requests, each over its own slice of the
+    run's time, so 10 million records never sit in memory at once."""
+    n_chunks = -(-spec.n_requests // CHUNK_ROWS)
+    slice_s = spec.duration_s / n_chunks
+    with RequestsWriter(path) as writer:
+        for index in range(n_chunks):
+            first = index * CHUNK_ROWS
+            part = replace(
+                spec, n_requests=min(CHUNK_ROWS, spec.n_requests - first), duration_s=slice_s
+            )
+            chunk = Chunk(index=index, first_id=first, start_s=index * slice_s)
+            writer.write(*request_columns(part, driver_ts, driver, chunk))
 
 
 def driver_process(spec: SyntheticRun) -> tuple[np.ndarray, np.ndarray]:
@@ -118,14 +139,26 @@ def driver_process(spec: SyntheticRun) -> tuple[np.ndarray, np.ndarray]:
     return ts, lfilter([1.0], [1.0, -phi], shocks)
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """One slice of a run written in pieces: `spec.n_requests` requests numbered from
+    `first_id`, arriving in `[start_s, start_s + spec.duration_s)`, with their own seeds."""
+
+    index: int
+    first_id: int
+    start_s: float
+
+
 def request_columns(
-    spec: SyntheticRun, driver_ts: np.ndarray, driver: np.ndarray
+    spec: SyntheticRun, driver_ts: np.ndarray, driver: np.ndarray, chunk: Chunk | None = None
 ) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     """Every RECORD_FIELDS column (list columns as offsets + flat values)."""
-    plan = np.random.default_rng([spec.plan_seed, 1])
-    noise = np.random.default_rng([spec.noise_seed, 2])
+    tail = () if chunk is None else (chunk.index,)
+    plan = np.random.default_rng([spec.plan_seed, 1, *tail])
+    noise = np.random.default_rng([spec.noise_seed, 2, *tail])
     n = spec.n_requests
-    scheduled = T0 + np.sort(plan.uniform(0.0, spec.duration_s, n))
+    start_s = 0.0 if chunk is None else chunk.start_s
+    scheduled = T0 + start_s + np.sort(plan.uniform(0.0, spec.duration_s, n))
     shares = np.array([w.share for w in spec.workloads])
     which = plan.choice(len(spec.workloads), size=n, p=shares / shares.sum())
     medians = np.array([w.input_tokens_median for w in spec.workloads])[which]
@@ -146,8 +179,9 @@ def request_columns(
     if spec.adapters:
         picks = plan.integers(0, len(spec.adapters), n)
         adapter = np.array(spec.adapters, dtype=object)[picks]
-        first = np.unique(picks, return_index=True)[1]
-        ttft[first] += spec.cold_load_ms
+        if chunk is None or chunk.index == 0:  # an adapter loads cold once per run
+            first = np.unique(picks, return_index=True)[1]
+            ttft[first] += spec.cold_load_ms
 
     gaps = np.maximum(output_tokens - 1, 0)
     offsets = np.concatenate(([0], np.cumsum(gaps)))
@@ -191,8 +225,11 @@ def request_columns(
     end = np.where(failed, sent + 0.05, sent + e2e / 1000.0)
 
     names = np.array([w.name for w in spec.workloads], dtype=object)[which]
+    first_id = 0 if chunk is None else chunk.first_id
     columns: dict[str, Any] = {
-        "request_id": np.char.add("r", np.arange(n).astype(str)).astype(object),
+        "request_id": np.char.add("r", np.arange(first_id, first_id + n).astype(str)).astype(
+            object
+        ),
         "workload": names,
         "api": np.full(n, "openai-chat", dtype=object),
         "model": np.full(n, "llama-3-8b", dtype=object),
@@ -429,60 +466,3 @@ def microbench_doc() -> dict[str, Any]:
             },
         },
     }
-
-
-def _write_parquet(
-    path: Path, columns: dict[str, Any], offsets: np.ndarray, itl: np.ndarray
-) -> None:
-    arrays: dict[str, pa.Array] = {}
-    n = len(offsets) - 1
-    for name in RECORD_FIELDS:
-        if name == "itl_ms":
-            arrays[name] = pa.ListArray.from_arrays(
-                pa.array(offsets.astype(np.int32)), pa.array(itl)
-            )
-        elif name == "tokens_per_event":
-            ones = pa.array(np.ones(itl.size, dtype=np.int64))
-            arrays[name] = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), ones)
-        else:
-            arrays[name] = _arrow_column(columns[name])
-    assert all(len(a) == n for a in arrays.values())
-    pq.write_table(pa.table(arrays), path)
-
-
-def _arrow_column(values: np.ndarray) -> pa.Array:
-    if values.dtype == object:
-        return pa.array(values.tolist(), pa.string())
-    if values.dtype.kind == "f":
-        return pa.array(values, pa.float64(), from_pandas=True)
-    return pa.array(values)
-
-
-def _write_jsonl(
-    run_dir: Path, columns: dict[str, Any], offsets: np.ndarray, itl: np.ndarray
-) -> None:
-    sinks = run_dir / "records"
-    sinks.mkdir(exist_ok=True)
-    n = len(offsets) - 1
-    lines = []
-    for i in range(n):
-        row = {}
-        for name in RECORD_FIELDS:
-            if name == "itl_ms":
-                row[name] = itl[offsets[i] : offsets[i + 1]].tolist()
-            elif name == "tokens_per_event":
-                row[name] = [1] * int(offsets[i + 1] - offsets[i])
-            else:
-                value = columns[name][i]
-                if isinstance(value, np.generic):
-                    value = value.item()
-                if isinstance(value, float) and value != value:
-                    value = None
-                row[name] = value
-        lines.append(json.dumps(row))
-    half = n // 2
-    (sinks / "host-1.jsonl").write_text("\n".join(lines[:half]) + "\n", encoding="utf-8")
-    # the second sink was killed mid-write: a torn last line
-    (sinks / "host-2.jsonl").write_text(
-        "\n".join(lines[half:]) + '\n{"request_id": "torn', encoding="utf-8"
-    )

@@ -50,3 +50,14 @@ def test_grouped_quantiles_match_per_group_numpy() -> None:
             assert table[g] == pytest.approx(np.quantile(mine, qs))
         else:
             assert np.isnan(table[g]).all()  # group 6 never occurs
+
+
+def test_grouped_quantiles_of_ascending_codes_need_no_reordering() -> None:
+    rng = np.random.default_rng(2)
+    codes = np.sort(rng.integers(0, 50, 20_000))  # a run's windows: already in order
+    values = rng.lognormal(3.0, 1.0, codes.size)
+    qs = np.array([0.5, 0.99])
+    table, counts = grouped_quantiles(codes, values, 50, qs)
+    for g in range(50):
+        assert table[g] == pytest.approx(np.quantile(values[codes == g], qs), rel=1e-12)
+    assert counts.sum() == codes.size

@@ -5,10 +5,14 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.run_fixtures import RunFactory
-from zerohop.analysis.run_data import ReportInputError
+from tests.synthetic_runs import SyntheticRun, manifest
+from zerohop.analysis.run_data import FLOAT_COLUMNS, ReportInputError, frame_from_rows
+from zerohop.storage.run_folder import requests_schema
 from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.unit
@@ -89,3 +93,46 @@ def test_missing_telemetry_and_bad_microbench_are_notes(
     assert run.microbench is None
     assert any("no telemetry.parquet" in n for n in run.notes)
     assert any("microbench.json" in n for n in run.notes)
+
+
+def test_parquet_in_row_groups_reads_as_the_same_records_do_in_memory(tmp_path: Path) -> None:
+    """Row groups, empty and null ITL lists, a NaN gap, all-null and integer columns:
+    the column-at-a-time reader gives what `frame_from_rows` gives for the records."""
+    rng = np.random.default_rng(4)
+    rows = []
+    for i in range(40):
+        gaps: list[float] | None = [float(v) for v in rng.exponential(10.0, i % 5)]
+        if i == 7:
+            gaps = None
+        elif i == 9:
+            gaps = [1.0, float("nan"), 0.0]
+        rows.append(
+            {
+                "request_id": f"r{i}",
+                "workload": ["chat", "rag"][i % 2],
+                "outcome": "ok" if i % 6 else "http_503",
+                "sent_ts": 1000.0 + i,
+                "ttft_ms": None if i % 6 == 0 else float(rng.exponential(50.0)),
+                "input_tokens": None if i == 3 else int(rng.integers(1, 900)),
+                "error_message": None if i % 6 else "HTTP 503",
+                "itl_ms": gaps,
+            }
+        )
+    table = pa.Table.from_pylist(rows, schema=requests_schema())
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    pq.write_table(table, run_dir / "requests.parquet", row_group_size=6)
+    (run_dir / "manifest.json").write_text(json.dumps(manifest(SyntheticRun())))
+    run = load_run(run_dir)
+    frame, itl = frame_from_rows(rows)
+    np.testing.assert_array_equal(run.itl.offsets, itl.offsets)
+    np.testing.assert_array_equal(run.itl.values, itl.values)
+    for name in FLOAT_COLUMNS:
+        np.testing.assert_array_equal(
+            run.requests[name].to_numpy(dtype=float), frame[name].to_numpy(dtype=float)
+        )
+    for name in ("workload", "outcome", "adapter", "error_message"):
+        assert run.requests[name].isna().tolist() == frame[name].isna().tolist()
+        assert run.requests[name].dropna().astype(str).tolist() == (
+            frame[name].dropna().astype(str).tolist()
+        )

@@ -46,10 +46,11 @@ def summarise_adapters(requests: pd.DataFrame) -> list[AdapterSummary]:
     rows = []
     for code in sorted(set(codes[codes >= 0].tolist()), key=lambda c: names[c]):
         mine = np.flatnonzero(codes == code)
-        # First by send time; a request without one sorts last, ties keep file order.
-        order = np.lexsort((mine, np.where(np.isfinite(start[mine]), start[mine], np.inf)))
-        cold = int(mine[order[0]])
-        warm = mine[order[1:]]
+        # First by send time; a request without one sorts last, ties keep file order
+        # (argmin returns the first of equal minima).
+        first = int(np.argmin(np.where(np.isfinite(start[mine]), start[mine], np.inf)))
+        cold = int(mine[first])
+        warm = np.delete(mine, first)
         warm_ok = warm[ok[warm]]
         cold_ttft = float(ttft[cold]) if ok[cold] else math.nan
         warm_ttft = describe(ttft[warm_ok])
@@ -58,7 +59,7 @@ def summarise_adapters(requests: pd.DataFrame) -> list[AdapterSummary]:
             AdapterSummary(
                 adapter=names[code],
                 workloads=tuple(
-                    sorted({workload_names[c] for c in workload_codes[mine] if c >= 0})
+                    sorted(workload_names[c] for c in np.unique(workload_codes[mine]) if c >= 0)
                 ),
                 requests=int(mine.size),
                 errors=int((~ok[mine]).sum()),

@@ -13,10 +13,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from zerohop.analysis.quantiles import Distribution, describe
+from zerohop.analysis.itl_pools import ItlPools, longest_zero_runs
+from zerohop.analysis.quantiles import Distribution
 from zerohop.analysis.run_data import ItlColumn, category_codes
 from zerohop.analysis.summary import ALL_WORKLOADS
 
@@ -44,43 +44,40 @@ class ReadDelivery:
 
 
 def summarise_reads(
-    requests: pd.DataFrame, itl: ItlColumn, workloads: Sequence[str]
+    requests: pd.DataFrame,
+    itl: ItlColumn,
+    workloads: Sequence[str],
+    pools: ItlPools | None = None,
 ) -> list[ReadDelivery]:
-    """One ReadDelivery per name in `workloads` (`all` = every request), in order."""
+    """One ReadDelivery per name in `workloads` (`all` = every request), in order.
+    `pools`: the run's sorted gaps when already built (`ItlPools`)."""
+    if pools is None:
+        pools = ItlPools(requests, itl)
     codes, names = category_codes(requests["workload"])
-    ok = (requests["outcome"] == "ok").to_numpy()
+    lengths = itl.lengths
+    rows = (requests["outcome"] == "ok").to_numpy() & (lengths > 0)
+    zero_runs = longest_zero_runs(itl)
     out = []
     for workload in workloads:
         if workload == ALL_WORKLOADS:
-            mask = ok
+            mask, selected = rows, None
         else:
-            mask = ok & (codes == names.index(workload)) if workload in names else ok & False
-        out.append(_delivery(workload, itl, mask))
+            code = names.index(workload) if workload in names else -2
+            mask, selected = rows & (codes == code), [workload]
+        between = pools.distribution(selected, with_cdf=True, between_reads=True)
+        n_requests = int(mask.sum())
+        gaps = int(lengths[mask].sum())
+        same = gaps - between.n - pools.non_finite(selected)
+        out.append(
+            ReadDelivery(
+                workload=workload,
+                gaps=gaps,
+                same_read_gaps=same,
+                reads=n_requests + gaps - same,
+                events=gaps + n_requests,
+                max_events_per_read=int(zero_runs[mask].max()) + 1 if gaps else 0,
+                between_reads=between,
+            )
+        )
     return out
 
-
-def _delivery(workload: str, itl: ItlColumn, mask: np.ndarray) -> ReadDelivery:
-    lengths = itl.lengths
-    rows = mask & (lengths > 0)
-    gaps = itl.pooled(rows)
-    same = gaps == 0.0
-    # a read starts at every gap > 0 and at every request's first gap; the zero gaps
-    # that follow in the same request belong to that read
-    starts = np.zeros(gaps.size, dtype=bool)
-    row_lengths = lengths[rows]
-    if row_lengths.size:
-        starts[np.concatenate(([0], np.cumsum(row_lengths)[:-1]))] = True
-    read_id = np.cumsum(starts | ~same) - 1
-    zeros_per_read = (
-        np.bincount(read_id, weights=same.astype(float)) if gaps.size else np.array([0.0])
-    )
-    n_requests = int(rows.sum())
-    return ReadDelivery(
-        workload=workload,
-        gaps=int(gaps.size),
-        same_read_gaps=int(same.sum()),
-        reads=n_requests + int((~same).sum()),
-        events=int(row_lengths.sum()) + n_requests,
-        max_events_per_read=int(zeros_per_read.max()) + 1 if gaps.size else 0,
-        between_reads=describe(gaps[~same], with_cdf=True),
-    )

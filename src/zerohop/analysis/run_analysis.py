@@ -21,6 +21,7 @@ from zerohop.analysis.alerts import (
 from zerohop.analysis.correlation import CorrelationReport, CorrelationSettings, find_drivers
 from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samples, outcome_counts
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
+from zerohop.analysis.itl_pools import ItlPools
 from zerohop.analysis.lora_adapters import AdapterSummary, summarise_adapters
 from zerohop.analysis.measured_window import MeasuredWindow
 from zerohop.analysis.microbench import MicrobenchSummary, summarise_microbench
@@ -113,9 +114,12 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
     requests, telemetry, manifest = run.requests, run.telemetry, run.manifest
     duration = manifest.get("duration_s")
     timeline = run_timeline(requests, telemetry, settings.window_s, fallback_duration_s=duration)
-    summary = summarise_run(run)
+    pools = ItlPools(requests, run.itl)  # ~the size of the ITL column: dropped below
+    summary = summarise_run(run, pools=pools)
     notes += summary.notes
     summaries = summary.summaries
+    reads = summarise_reads(requests, run.itl, [s.workload for s in summaries], pools)
+    del pools
     lanes = telemetry_lanes(telemetry)
     rules = _rules(settings)
     window_latency = latency_series(requests, timeline)
@@ -157,7 +161,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         microbench=microbench,
         policy=summarise_policy(requests, settings.window_s),
         notes=notes,
-        reads=summarise_reads(requests, run.itl, [s.workload for s in summaries]),
+        reads=reads,
         token_counts=summarise_token_counts(requests),
         window=summary.window,
         sessions=summarise_sessions(requests, telemetry, timeline.coarsened(MAX_CHART_POINTS)),

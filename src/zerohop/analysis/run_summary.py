@@ -8,12 +8,14 @@ Pure: takes a loaded `RunData` (`storage.run_reader.load_run` does the loading).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.itl_pools import ItlPools
 from zerohop.analysis.measured_window import MeasuredWindow, measured_window
 from zerohop.analysis.run_data import RunData
 from zerohop.analysis.slo import SloResult, SloTarget, evaluate_slos, good_mask, parse_slos
@@ -46,16 +48,21 @@ class RunSummary:
         return self.summaries[:-1] if len(self.summaries) > 1 else list(self.summaries)
 
 
-def summarise_run(run: RunData, slos: Mapping[str, Any] | None = None) -> RunSummary:
+def summarise_run(
+    run: RunData, slos: Mapping[str, Any] | None = None, pools: ItlPools | None = None
+) -> RunSummary:
     """`run` judged against `slos` (None: the run's own; `{}`: none, so every ok request
     is good). The run's own are its `--slo` (the manifest's `slo`), which apply to every
     workload; without them, each workload's own `slo:` block (the manifest's
-    `workload_slo`) judges that workload's requests and decides their goodput."""
+    `workload_slo`) judges that workload's requests and decides their goodput. `pools`:
+    the run's sorted ITL gaps, when the caller keeps them for other figures too."""
     targets, notes = parse_slos(run.manifest.get("slo") if slos is None else slos)
     requests = run.requests
+    if pools is None:
+        pools = ItlPools(requests, run.itl)
     ok = (requests["outcome"] == "ok").to_numpy()
     good = good_mask(requests, run.itl, targets)
-    slo_results = evaluate_slos(targets, ok_values(run, ok, {t.column for t in targets}))
+    slo_results = _judge(targets, run, ok, pools, None)
     if slos is None and not targets:
         workload_slo = run.manifest.get("workload_slo") or {}
         for workload, objectives in workload_slo.items():
@@ -63,14 +70,40 @@ def summarise_run(run: RunData, slos: Mapping[str, Any] | None = None) -> RunSum
             notes += [f"{workload}: {note}" for note in own_notes]
             rows = (requests["workload"] == workload).to_numpy()
             good = np.where(rows, good_mask(requests, run.itl, own), good)
-            values = ok_values(run, ok & rows, {t.column for t in own})
-            slo_results += [replace(r, workload=str(workload)) for r in evaluate_slos(own, values)]
+            results = _judge(own, run, ok & rows, pools, [str(workload)])
+            slo_results += [replace(r, workload=str(workload)) for r in results]
     window = measured_window(run)
-    summaries = summarise_workloads(requests, run.itl, good, window)
+    summaries = summarise_workloads(requests, run.itl, good, window, pools)
     if not summaries:  # no record at all: one empty `all` row, so every reader has a total
         nothing = np.zeros(len(requests), dtype=bool)
         summaries = [summarise(requests, run.itl, good, nothing, ALL_WORKLOADS, window)]
     return RunSummary(window, targets, good, summaries, slo_results, notes)
+
+
+def _judge(
+    targets: list[SloTarget],
+    run: RunData,
+    ok: np.ndarray,
+    pools: ItlPools,
+    workloads: list[str] | None,
+) -> list[SloResult]:
+    """`evaluate_slos` over the selected ok requests; an ITL objective is read from the
+    sorted pools (exact, and no copy of hundreds of millions of gaps)."""
+    columns = {t.column for t in targets} - {"itl_ms"}
+    results = evaluate_slos(targets, ok_values(run, ok, columns))
+    return [
+        _itl_result(r, pools, workloads) if r.target.column == "itl_ms" else r for r in results
+    ]
+
+
+def _itl_result(result: SloResult, pools: ItlPools, workloads: list[str] | None) -> SloResult:
+    statistic = result.target.statistic
+    if statistic in ("mean", "max"):
+        observed = pools.distribution(workloads).get(statistic)
+    else:
+        observed = pools.quantile(workloads, float(statistic[1:]) / 100.0)
+    met = None if math.isnan(observed) else observed <= result.target.threshold_ms
+    return replace(result, observed_ms=observed, met=met)
 
 
 def ok_values(run: RunData, ok: np.ndarray, columns: set[str]) -> dict[str, np.ndarray]:

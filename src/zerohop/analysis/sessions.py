@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from zerohop.analysis.run_data import FLOAT_COLUMNS
 from zerohop.analysis.timeseries import Timeline, request_start_ts
 from zerohop.core.records import AGENT_ANSWERED, AGENT_CAPPED
 
@@ -118,7 +119,7 @@ class SessionAnalysis:
 def summarise_sessions(
     requests: pd.DataFrame, telemetry: pd.DataFrame, timeline: Timeline
 ) -> SessionAnalysis | None:
-    ok = requests[(requests["outcome"] == "ok").to_numpy()]
+    ok = _float_rows(requests, np.flatnonzero((requests["outcome"] == "ok").to_numpy()))
     analysis = SessionAnalysis(
         cache=_cache(ok, telemetry, timeline),
         turns=_turns(ok),
@@ -132,6 +133,20 @@ def summarise_sessions(
              and analysis.reasoning is None and not analysis.tool_calls
              and not analysis.agent_steps and analysis.agent_loops is None)
     return None if empty else analysis
+
+
+def _float_rows(requests: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
+    """The float columns (all this module reads of ok requests) at `rows`; a column no
+    record filled stays one broadcast value. A copy of every column of ten million rows,
+    text included, would be gigabytes."""
+    columns = {}
+    for name in FLOAT_COLUMNS:
+        values = requests[name].to_numpy(dtype=float)
+        if values.size and values.strides == (0,):  # one value for every row
+            columns[name] = np.broadcast_to(values[0], rows.size)
+        else:
+            columns[name] = values[rows]
+    return pd.DataFrame(columns, copy=False)
 
 
 def _pct(values: np.ndarray, q: float) -> float:

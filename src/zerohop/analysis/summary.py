@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from zerohop.analysis.itl_pools import ItlPools
 from zerohop.analysis.measured_window import MeasuredWindow, window_of
 from zerohop.analysis.quantiles import Distribution, describe
 from zerohop.analysis.run_data import ItlColumn, category_codes
@@ -49,21 +50,33 @@ def summarise_workloads(
     itl: ItlColumn,
     good: np.ndarray,
     window: MeasuredWindow | None = None,
+    pools: ItlPools | None = None,
 ) -> list[WorkloadSummary]:
     """One row per workload (in order of first appearance) and, when there is more
     than one workload, a final `all` row over every request. Rates are over `window`
-    (default: the records' own span, for records without a manifest)."""
+    (default: the records' own span, for records without a manifest); the pooled ITL
+    comes from `pools` (built here when not given)."""
     if window is None:
         window = window_of(requests, {})
+    if pools is None:
+        pools = ItlPools(requests, itl)
     codes, names = category_codes(requests["workload"])
     order = _workload_order(requests)
     rows = [
-        summarise(requests, itl, good, codes == names.index(name), name, window, True)
+        summarise(
+            requests, itl, good, codes == names.index(name), name, window, True,
+            itl_ms=pools.distribution([name], with_cdf=True),
+        )
         for name in order
     ]
     if len(order) > 1:
         everything = np.ones(len(requests), dtype=bool)
-        rows.append(summarise(requests, itl, good, everything, ALL_WORKLOADS, window))
+        rows.append(
+            summarise(
+                requests, itl, good, everything, ALL_WORKLOADS, window,
+                itl_ms=pools.distribution(None),
+            )
+        )
     return rows
 
 
@@ -75,9 +88,12 @@ def summarise(
     name: str,
     window: MeasuredWindow,
     with_cdf: bool = False,
+    *,
+    itl_ms: Distribution | None = None,
 ) -> WorkloadSummary:
     """The summary of the requests selected by `mask` (with CDF points for the
-    distribution charts when `with_cdf`: one pass over the values for both)."""
+    distribution charts when `with_cdf`: one pass over the values for both).
+    `itl_ms`: their pooled ITL when already known (`ItlPools`)."""
     ok = mask & (requests["outcome"] == "ok").to_numpy()
     n_requests = int(mask.sum())
     n_ok = int(ok.sum())
@@ -88,7 +104,9 @@ def summarise(
         for column in LATENCY_COLUMNS
         if column != "itl_ms"
     }
-    latency["itl_ms"] = describe(itl.pooled(ok), with_cdf=with_cdf)
+    latency["itl_ms"] = (
+        itl_ms if itl_ms is not None else describe(itl.pooled(ok), with_cdf=with_cdf)
+    )
     for column in SCHEDULE_COLUMNS:
         values = requests[column].to_numpy(dtype=float)[ok]
         if np.isfinite(values).any():

@@ -11,12 +11,12 @@ stream's counts differ for a reason already reported. Pure: a frame in, figures 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from zerohop.analysis.run_data import category_codes
 from zerohop.analysis.summary import ALL_WORKLOADS
 
 __all__ = ["INPUT_ERROR_FLAG_PCT", "TokenCountRow", "TokenCounts", "summarise_token_counts"]
@@ -65,9 +65,11 @@ class TokenCounts:
 def summarise_token_counts(requests: pd.DataFrame) -> TokenCounts:
     """One row per workload (and an `all` row when there are several)."""
     ok = (requests["outcome"] == "ok").to_numpy()
-    workloads = requests["workload"].astype(object).to_numpy()
-    names = list(dict.fromkeys(workloads[ok].tolist()))
-    rows = [_row(requests, ok & (workloads == name), str(name)) for name in names]
+    codes, names = category_codes(requests["workload"])
+    ok_codes = codes[ok]
+    present, first = np.unique(ok_codes[ok_codes >= 0], return_index=True)
+    order = present[np.argsort(first, kind="stable")]  # by first appearance
+    rows = [_row(requests, ok & (codes == code), names[code]) for code in order]
     if len(rows) > 1:
         rows.append(_row(requests, ok, ALL_WORKLOADS))
     flags = [
@@ -83,17 +85,17 @@ def summarise_token_counts(requests: pd.DataFrame) -> TokenCounts:
 def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
     client = requests["counted_output_tokens"].to_numpy(dtype=float)
     server = requests["output_tokens"].to_numpy(dtype=float)
-    from_usage = (requests["token_source"].astype(object) == "usage").to_numpy()
+    from_usage = (requests["token_source"] == "usage").to_numpy()
     both_out = mask & from_usage & np.isfinite(client) & np.isfinite(server)
     out_diff = (server[both_out] - client[both_out]).astype(np.int64)
     asked = requests["target_input_tokens"].to_numpy(dtype=float)
     got = requests["input_tokens"].to_numpy(dtype=float)
     both_in = mask & np.isfinite(asked) & (asked > 0) & np.isfinite(got)
     error_pct = (got[both_in] - asked[both_in]) / asked[both_in] * 100.0
-    sources = Counter(
-        str(s) for s in requests["prompt_token_source"].astype(object).to_numpy()[mask]
-        if isinstance(s, str)
-    )
+    source_codes, source_names = category_codes(requests["prompt_token_source"])
+    picked = source_codes[mask]
+    counts = np.bincount(picked[picked >= 0], minlength=len(source_names))
+    sources = {name: int(c) for name, c in zip(source_names, counts, strict=True) if c}
     return TokenCountRow(
         workload=name,
         ok=int(mask.sum()),
@@ -101,7 +103,7 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
         client_output=int(client[both_out].sum()),
         server_output=int(server[both_out].sum()),
         output_mismatched=int(np.count_nonzero(out_diff)),
-        output_differences=tuple(Counter(out_diff.tolist()).most_common(_TOP_DIFFERENCES)),
+        output_differences=_most_common(out_diff, _TOP_DIFFERENCES),
         input_compared=int(both_in.sum()),
         asked_input=int(asked[both_in].sum()),
         server_input=int(got[both_in].sum()),
@@ -115,6 +117,14 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
         ),
         prompt_sources=tuple(sorted(sources.items())),
     )
+
+
+def _most_common(values: np.ndarray, k: int) -> tuple[tuple[int, int], ...]:
+    """`Counter(values).most_common(k)` without a Python object per value: by count,
+    ties in order of first appearance."""
+    uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
+    order = np.lexsort((first, -counts))[:k]
+    return tuple((int(uniq[i]), int(counts[i])) for i in order)
 
 
 def _pct(part: float, whole: float) -> float:

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from zerohop.analysis.run_data import (
     CATEGORY_COLUMNS,
+    FLOAT_COLUMNS,
     LIST_COLUMN,
     REQUEST_COLUMNS,
     TELEMETRY_COLUMNS,
@@ -39,6 +40,8 @@ from zerohop.core.layout import (
     TELEMETRY_FILE,
 )
 from zerohop.storage.run_folder import read_manifest, read_record_rows
+
+ITL_BATCH_ROWS = 262_144  # requests per Arrow batch when reading the ITL lists
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -128,30 +131,71 @@ def _read_requests(
 
 
 def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
+    """One column at a time, straight into the arrays the analysis keeps: at ten
+    million records a whole-table read and its pandas copy would double the memory
+    (tests/bench/bench_report_scale.py)."""
     try:
-        schema = pq.read_schema(path)
-        present = [name for name in (*REQUEST_COLUMNS, LIST_COLUMN) if name in schema.names]
-        dictionary = [name for name in CATEGORY_COLUMNS if name in present]
-        table = pq.read_table(path, columns=present, read_dictionary=dictionary)
+        names = pq.read_schema(path).names
+        dictionary = [name for name in CATEGORY_COLUMNS if name in names]
+        # pre_buffer (pyarrow's default) keeps every column chunk read for as long as
+        # the file is open: gigabytes of ITL pages at ten million records
+        parquet = pq.ParquetFile(path, read_dictionary=dictionary, pre_buffer=False)
+        for required in ("workload", "outcome"):
+            if required not in names:
+                raise ReportInputError(f"requests.parquet {path} lacks the column {required!r}")
+        columns = {
+            name: _request_column(parquet, name) for name in REQUEST_COLUMNS if name in names
+        }
+        itl = (
+            _read_itl(parquet)
+            if LIST_COLUMN in names
+            else ItlColumn.empty(parquet.metadata.num_rows)
+        )
     except (OSError, pa.ArrowException) as exc:
         raise ReportInputError(f"unreadable requests.parquet {path}: {exc}") from None
-    for required in ("workload", "outcome"):
-        if required not in table.column_names:
-            raise ReportInputError(f"requests.parquet {path} lacks the column {required!r}")
-    if LIST_COLUMN in table.column_names:
-        itl = _itl_from_arrow(table.column(LIST_COLUMN))
-        table = table.drop_columns([LIST_COLUMN])
-    else:
-        itl = ItlColumn.empty(table.num_rows)
-    frame = table.to_pandas()
-    return typed_frame({name: frame[name] for name in frame.columns}), itl
+    pa.default_memory_pool().release_unused()  # Arrow's read buffers, no longer needed
+    return typed_frame(columns), itl
 
 
-def _itl_from_arrow(column: pa.ChunkedArray) -> ItlColumn:
-    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy().astype(np.int64)
-    values = pc.list_flatten(column).to_numpy().astype(float, copy=False)
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
-    return ItlColumn(values=values, offsets=offsets)
+def _request_column(parquet: pq.ParquetFile, name: str) -> pd.Series | np.ndarray:
+    """A float column as a float64 array (NaN for null), any other as a Series
+    (categories stay dictionary-coded from the file)."""
+    column = parquet.read(columns=[name]).column(0)
+    if name not in FLOAT_COLUMNS:
+        return column.to_pandas()
+    if column.null_count == len(column):
+        return np.broadcast_to(np.nan, len(column))  # a column nobody filled: no memory
+    if pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
+        return column.cast(pa.float64()).to_numpy()
+    return column.to_pandas()
+
+
+def _read_itl(parquet: pq.ParquetFile) -> ItlColumn:
+    """The `itl_ms` lists, flattened batch by batch into one array sized from the
+    file's metadata (an upper bound: an empty list counts one slot). Small batches
+    keep Arrow's buffers small and reused, and the values are held once, never as
+    Arrow and numpy copies side by side (tests/bench/bench_report_scale.py)."""
+    meta = parquet.metadata
+    leaf = next(
+        i
+        for i in range(meta.num_columns)
+        if meta.schema.column(i).path.split(".")[0] == LIST_COLUMN
+    )
+    bound = sum(meta.row_group(g).column(leaf).num_values for g in range(meta.num_row_groups))
+    values = np.empty(bound, dtype=float)
+    offsets = np.zeros(meta.num_rows + 1, dtype=np.int64)
+    pos = row = 0
+    for batch in parquet.iter_batches(batch_size=ITL_BATCH_ROWS, columns=[LIST_COLUMN]):
+        lists = batch.column(0)
+        lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
+        flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+        if pos + flat.size > values.size:  # a writer that counts slots otherwise
+            values = np.concatenate([values[:pos], np.empty(flat.size)])
+        values[pos : pos + flat.size] = flat
+        offsets[row + 1 : row + 1 + lengths.size] = pos + np.cumsum(lengths)
+        pos += flat.size
+        row += lengths.size
+    return ItlColumn(values=values[:pos], offsets=offsets)
 
 
 def _read_requests_jsonl(sinks: list[Path], notes: list[str]) -> tuple[pd.DataFrame, ItlColumn]:
