@@ -170,3 +170,22 @@ def test_a_run_without_records_still_has_a_total_row() -> None:
     summary = summarise_run(run)
     assert [s.workload for s in summary.summaries] == ["all"]
     assert (summary.total.requests, summary.total.req_per_s) == (0, 0.0)
+
+
+def test_a_sampled_simulation_reports_the_whole_fleets_rates() -> None:
+    # 100 req/s for 10 s on 8 replicas; the simulation ran 2 of them and kept a quarter
+    # of their records: 1,000 arrivals → 250 on the 2 → 62 records, each one standing
+    # for 16 requests
+    rng = np.random.default_rng(5)
+    arrivals = np.sort(rng.uniform(T0, T0 + 10.0, 62))
+    manifest = dict(_manifest(10.0, 250),
+                    simulation={"replicas": 8, "simulated_replicas": 2, "record_sample": 0.25})
+    run = _run(_rows(arrivals, np.full(62, 0.01)), manifest)
+    assert measured_window(run).weight == 16
+    total = summarise_run(run).total
+    assert total.req_per_s == pytest.approx(62 * 16 / 10.0)
+    assert total.output_tokens_per_s == pytest.approx(62 * 16 * 16 / 10.0)
+    assert total.requests == 62  # counts stay counts of records
+    live = _run(_rows(arrivals, np.full(62, 0.01)), _manifest(10.0, 62))
+    assert measured_window(live).weight == 1
+    assert summarise_run(live).total.req_per_s == pytest.approx(6.2)

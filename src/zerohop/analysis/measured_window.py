@@ -7,7 +7,10 @@ was offered", so they share one window (docs/design.md, "The measured window"):
   or Locust's own `config.run_time` for a bare `locust` run): the time the load was
   offered, with the set-up before it and the drain after it left out;
 * it opens at the run's first arrival (the earliest scheduled or sent time);
-* a request counts towards the rates when it ended inside it.
+* a request counts towards the rates when it ended inside it;
+* each record stands for `weight` requests: 1 for a live run; more for a simulation
+  (`zerohop simulate`) that ran k of its N replicas or kept a sample of its records,
+  as its manifest's `simulation` section says, so its rates are the whole fleet's.
 
 The span of the records (first send → last end) is only a fallback, for a manifest
 that lacks the duration: divided by it, a short or sparse run, whose sends cover less
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -37,6 +40,7 @@ class MeasuredWindow:
     start_ts: float
     duration_s: float
     source: WindowSource
+    weight: float = 1.0  # requests each record stands for (see record_weight)
 
     @property
     def end_ts(self) -> float:
@@ -58,11 +62,27 @@ def measured_window(run: RunData) -> MeasuredWindow:
     return window_of(run.requests, run.manifest)
 
 
+def record_weight(manifest: Mapping[str, Any]) -> float:
+    """How many requests each record stands for: N ÷ k for a simulation of k of its N
+    replicas, ÷ the share of records it kept; 1 for everything else."""
+    simulation = manifest.get("simulation")
+    if not isinstance(simulation, Mapping):
+        return 1.0
+    replicas = _positive(simulation.get("replicas")) or 1.0
+    simulated = _positive(simulation.get("simulated_replicas")) or replicas
+    sample = _positive(simulation.get("record_sample")) or 1.0
+    return replicas / simulated / min(sample, 1.0)
+
+
 def window_of(requests: pd.DataFrame, manifest: Mapping[str, Any]) -> MeasuredWindow:
     """The window of these records under this manifest. In order: the manifest's load
     duration from the first arrival; the records' span (first arrival → last end);
     with no timestamps at all, the manifest's load duration, else its wall-clock
     `duration_s` (set-up included: nothing better is known)."""
+    return replace(_window_of(requests, manifest), weight=record_weight(manifest))
+
+
+def _window_of(requests: pd.DataFrame, manifest: Mapping[str, Any]) -> MeasuredWindow:
     arrivals = _arrival_ts(requests)
     arrivals = arrivals[np.isfinite(arrivals)]
     ends = requests["end_ts"].to_numpy(dtype=float)

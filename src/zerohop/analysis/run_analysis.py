@@ -123,7 +123,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
     lanes = telemetry_lanes(telemetry)
     rules = _rules(settings)
     window_latency = latency_series(requests, timeline)
-    window_load = load_series(requests, timeline)
+    window_load = load_series(requests, timeline, summary.window.weight)
     alerts = evaluate_rules(
         rules, lanes, _window_series(timeline, window_latency, window_load), timeline.t0
     )
@@ -148,7 +148,8 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         slo_results=summary.slo_results,
         cdfs=_cdfs(summaries),
         charts_series=_chart_series(
-            requests, lanes, timeline, (window_load, window_latency, window_lanes)
+            requests, lanes, timeline, (window_load, window_latency, window_lanes),
+            summary.window.weight,
         ),
         prefill=fit_prefill(requests),
         adapters=summarise_adapters(requests),
@@ -207,14 +208,16 @@ def _chart_series(
     lanes: list[Lane],
     timeline: Timeline,
     analysis_frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+    weight: float,
 ) -> TimeSeriesData:
     """Series for the charts: the analysis windows themselves when there are few
-    enough of them, else whole multiples of them (≤ MAX_CHART_POINTS per series)."""
+    enough of them, else whole multiples of them (≤ MAX_CHART_POINTS per series);
+    `weight`: requests each record stands for."""
     chart_timeline = timeline.coarsened(MAX_CHART_POINTS)
     if chart_timeline == timeline:
         load, latency, lane_means = analysis_frames
     else:
-        load = load_series(requests, chart_timeline)
+        load = load_series(requests, chart_timeline, weight)
         latency = latency_series(requests, chart_timeline)
         lane_means = lane_windows(lanes, chart_timeline)
     return TimeSeriesData(

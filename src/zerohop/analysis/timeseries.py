@@ -117,8 +117,10 @@ def run_timeline(
     return Timeline(t0=lo, window_s=window_s, n=n)
 
 
-def load_series(requests: pd.DataFrame, timeline: Timeline) -> pd.DataFrame:
-    """Offered vs achieved load per window, in requests per second.
+def load_series(requests: pd.DataFrame, timeline: Timeline, weight: float = 1.0
+                ) -> pd.DataFrame:
+    """Offered vs achieved load per window, in requests per second (`weight`: requests
+    each record stands for, `measured_window.record_weight`).
 
     offered: requests due to start (scheduled_ts in open loop, else sent_ts);
     achieved: `ok` completions (end_ts); errors: failed attempts (end_ts, else start).
@@ -128,7 +130,7 @@ def load_series(requests: pd.DataFrame, timeline: Timeline) -> pd.DataFrame:
     ok = (requests["outcome"] == "ok").to_numpy()
     end = requests["end_ts"].to_numpy(dtype=float)
     finished_ts = np.where(np.isfinite(end), end, request_start_ts(requests))
-    per_s = 1.0 / timeline.window_s
+    per_s = weight / timeline.window_s
     return pd.DataFrame(
         {
             "offered_rps": _count(timeline.index_of(offered_ts), timeline.n) * per_s,

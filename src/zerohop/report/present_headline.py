@@ -87,6 +87,12 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
             else "alerts: no rules",
         }
     )
+    weight = analysis.window.weight if analysis.window is not None else 1.0
+    if weight != 1.0:
+        items.append({"status": "none", "text": (
+            f"simulated: each record stands for {weight:,.4g} requests (replicas run or "
+            "records kept on the virtual clock); rates are the whole fleet's, counts "
+            "are of records")})
     status_manifest = str(analysis.manifest.get("status", "unknown"))
     if status_manifest != "completed":
         items.append({"status": "warn", "text": f"run status: {status_manifest}"})
