@@ -181,9 +181,7 @@ def arm_figures(view: RunData, arm: str) -> ArmFigures:
     targets, _notes = parse_slos(view.manifest.get("slo"))
     good = good_mask(frame, view.itl, targets)
     window = measured_window(view)
-    carried = good & window.counts(frame)
-    seconds = window.duration_s
-    rps = float(carried.sum()) / seconds if seconds and math.isfinite(seconds) else math.nan
+    rps = window.rate(float((good & window.counts(frame)).sum()))
     return ArmFigures(
         arm=arm, requests=len(frame), ok=int(ok.sum()),
         cache_hit_pct=None if hit is None else round(float(hit), 2),

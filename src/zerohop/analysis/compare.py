@@ -432,8 +432,7 @@ def _ok_rate(run: RunData, workload: str) -> float:
         mask = (frame["workload"] == workload).to_numpy()
     window = measured_window(run)
     carried = (frame["outcome"] == "ok").to_numpy() & mask & window.counts(frame)
-    seconds = window.duration_s
-    return int(carried.sum()) / seconds if seconds and not math.isnan(seconds) else math.nan
+    return window.rate(int(carried.sum()))
 
 
 def _logical_latencies(run: RunData) -> np.ndarray:

@@ -46,6 +46,13 @@ class MeasuredWindow:
     def end_ts(self) -> float:
         return self.start_ts + self.duration_s
 
+    def rate(self, count: float) -> float:
+        """Per second over the window, of `count` records (each standing for `weight`
+        requests); NaN without a window."""
+        if not self.duration_s or math.isnan(self.duration_s):
+            return math.nan
+        return count * self.weight / self.duration_s
+
     def counts(self, requests: pd.DataFrame) -> np.ndarray:
         """Per request: did it end inside the window (a record without an end time:
         did it start inside it)? These are the requests the rates count."""

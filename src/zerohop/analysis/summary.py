@@ -97,7 +97,7 @@ def summarise(
     ok = mask & (requests["outcome"] == "ok").to_numpy()
     n_requests = int(mask.sum())
     n_ok = int(ok.sum())
-    window_s, weight = window.duration_s, window.weight
+    window_s = window.duration_s
     carried = ok & window.counts(requests)  # what the rates count
     latency = {
         column: describe(requests[column].to_numpy(dtype=float)[ok], with_cdf=with_cdf)
@@ -125,12 +125,12 @@ def summarise(
         errors=n_requests - n_ok,
         error_pct=_ratio(n_requests - n_ok, n_requests) * 100.0,
         window_s=window_s,
-        req_per_s=_ratio(int(carried.sum()) * weight, window_s),
-        input_tokens_per_s=_ratio(_sum(requests["input_tokens"], carried) * weight, window_s),
-        output_tokens_per_s=_ratio(_sum(requests["output_tokens"], carried) * weight, window_s),
+        req_per_s=window.rate(int(carried.sum())),
+        input_tokens_per_s=window.rate(_sum(requests["input_tokens"], carried)),
+        output_tokens_per_s=window.rate(_sum(requests["output_tokens"], carried)),
         latency=latency,
         good=n_good,
-        goodput_rps=_ratio(n_good_carried * weight, window_s),
+        goodput_rps=window.rate(n_good_carried),
         good_fraction=_ratio(n_good, n_requests),
     )
 
