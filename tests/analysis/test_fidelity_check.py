@@ -115,3 +115,17 @@ def test_nothing_to_join_gives_nan_figures_and_zero_requests() -> None:
     errors = timing_errors(client, truth.iloc[0:0])
     assert errors.requests == 0 and math.isnan(errors.ttft_p99_ms)
     assert ErrorStats.of(np.array([math.nan])).n == 0
+
+
+def test_tokens_written_while_the_clients_core_was_taken_are_counted_not_judged() -> None:
+    client, truth = tables(n=200, ttft_late_s=0.0002)
+    late = [10, 20, 30, 40]  # the client was away when these requests' first tokens came
+    client.loc[late, "first_content_ts"] += 0.008
+    away = [(truth.loc[i, "first_token_ts"] - 1e-4, truth.loc[i, "first_token_ts"] + 1e-4)
+            for i in late]
+    assert timing_errors(client, truth).ttft_p99_ms > 5.0
+    errors = timing_errors(client, truth, unavailable=away)
+    assert errors.ttft_p99_ms == pytest.approx(0.2, abs=1e-3)
+    assert errors.ttft.n == 196
+    assert errors.unjudged_tokens == 4  # the first token of each, nothing after it
+    assert errors.itl.n == 200 * (TOKENS - 1) - 4  # the gap after each first token

@@ -9,6 +9,12 @@ every token's inter-token latency. The two processes get a core each where the m
 has two. A negative control holds the client's hub on purpose for longer than a token
 gap, and the same check must catch it.
 
+The floor under the client is measured in the same run: a real-time probe on the
+client's core (cpu_stall_probe.py) records when the core was taken from every process
+on it (a busy host's hypervisor did so ~14 times in 14 s on one CI machine, 10-20 ms
+each: ITL p99 read 10 ms there and 0.005 ms on a quiet machine of the same kind).
+Tokens written in those windows are counted, not judged; most must still be judged.
+
 The load is sized from what this machine carries: a loopback write costs 2.9 µs on one
 machine of this kind and 14.8 µs on another (tests/bench/bench_loopback_burst.py), and a
 client core's read path scales with it. One client core kept p99 < 1 ms up to ~30k
@@ -19,12 +25,14 @@ test asks for a quarter of that, scaled by the write cost it measures first.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +46,7 @@ from zerohop.storage.selfcheck_files import read_client_timings, read_ground_tru
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 HOG = Path(__file__).with_name("client_hog.py")
+STALL_PROBE = Path(__file__).with_name("cpu_stall_probe.py")
 TOKENS = 24
 DURATION_S = 14
 RAMP_S = 3.0  # all users start at once: their first step is not steady state
@@ -111,24 +120,43 @@ def measure(tmp_path: Path, streams: int, *, hog: bool = False) -> TimingErrors:
                "--workload", str(workload), "--results-dir", str(work / "results"),
                "--telemetry", "none", "--only-summary", "--loglevel", "WARNING",
                "ShortQueryFlood"]
-        client_cpu = cpus[1] if len(cpus) >= 2 else None
+        client_cpu = cpus[1] if len(cpus) >= 2 else cpus[0]
         step_ms = scale * STEP_S_AT_SCALE_1 * 1e3
         env = {**os.environ, "ZEROHOP_HOG_HOLD_MS": f"{2.5 * step_ms:.1f}",
                "ZEROHOP_HOG_CYCLE_MS": f"{8 * step_ms:.1f}"}
-        done = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=DURATION_S + 150, env=env,
-            preexec_fn=(lambda: os.sched_setaffinity(0, {client_cpu})) if client_cpu is not None
-            else None)
+        with stall_probe(client_cpu, work / "stalls.jsonl") as unavailable:
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=DURATION_S + 150, env=env,
+                preexec_fn=lambda: os.sched_setaffinity(0, {client_cpu}))
         assert done.returncode in (0, 1), done.stderr[-3000:]
     print(f"{streams} streams: loopback write {write_us:.2f} µs, time scale {scale:.2f}")
-    return join_errors(only_run_dir(work / "results"), truth)
+    return join_errors(only_run_dir(work / "results"), truth, unavailable)
 
 
-def join_errors(run_dir: Path, truth: Path) -> TimingErrors:
+@contextlib.contextmanager
+def stall_probe(cpu: int, out: Path) -> Iterator[list[tuple[float, float]]]:
+    """Run cpu_stall_probe.py on `cpu` meanwhile; the list fills with its windows."""
+    windows: list[tuple[float, float]] = []
+    probe = subprocess.Popen([sys.executable, str(STALL_PROBE), str(cpu), str(out)])
+    try:
+        yield windows
+    finally:
+        probe.terminate()
+        probe.wait(timeout=30)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    windows.extend((w["start"], w["end"]) for w in lines[1:])
+    taken_ms = sum(end - start for start, end in windows) * 1e3
+    print(f"core {cpu} taken {len(windows)} times, {taken_ms:.1f} ms in all "
+          f"(probe real-time: {lines[0]['realtime']})")
+
+
+def join_errors(run_dir: Path, truth: Path,
+                unavailable: list[tuple[float, float]]) -> TimingErrors:
     """The client's errors against the ground truth, by the product's own join (the one
-    `zerohop selfcheck` certifies with)."""
+    `zerohop selfcheck` certifies with), leaving out tokens written while the client's
+    core was taken."""
     errors = timing_errors(read_client_timings(run_dir), read_ground_truth(truth),
-                           warmup_s=RAMP_S)
+                           warmup_s=RAMP_S, unavailable=unavailable)
     assert errors.requests >= 50, f"only {errors.requests} requests to judge"
     assert errors.itl_unpaired == 0, "one content event per token written, one gap per pair"
     if errors.late_gaps:  # where in the stream the misses fall (the first gap: prefill to decode)
@@ -142,6 +170,7 @@ def join_errors(run_dir: Path, truth: Path) -> TimingErrors:
 def test_client_timings_match_what_the_target_sent(tmp_path: Path, streams: int) -> None:
     errors = measure(tmp_path, streams)
     assert errors.tokens >= 20 * errors.requests  # each request's tokens were judged
+    assert errors.unjudged_tokens <= 0.2 * errors.tokens, "the machine took the client's core"
     assert errors.ttft_p99_ms < 1.0, errors
     assert errors.e2e_p99_ms < 1.0, errors
     assert errors.itl_p99_ms < 1.0, errors

@@ -35,7 +35,9 @@ from zerohop.testing.vllm_cpu import VllmServer
 pytestmark = [pytest.mark.vllm, pytest.mark.integration, pytest.mark.slow]
 
 WORKLOAD = Path(__file__).with_name("vllm_flood.yaml")
-RATES = "2,3,4,6,8,12,16,24,32,48"
+# dense at the light end: a slow CI machine's vLLM bent at 4 req/s, leaving one load
+# between the lightest and the knee to hold out
+RATES = "1,1.5,2,3,4,6,8,12,16,24,32,48"
 
 
 def sweep(server: VllmServer, out: Path, rates: str, duration: str) -> Path:
@@ -91,8 +93,10 @@ def test_calibration_predicts_held_out_vllm_points(
     # runs) ends within 30 % and no worse than it started.
     wobble = max(neighbour_wobble_pct(below, load) for load in held_out)
     print(f"neighbours' own wobble at the held-out loads: {wobble:.1f} %")
-    assert held_worst <= max(20.0, 1.25 * fitted_worst, wobble + 10.0), (errors, wobble)
-    assert fitted_mean <= min(start_mean, max(0.5 * start_mean, 30.0)), (fitted_mean, start_mean)
+    measured = f"knee {knee:g}, held out {errors}, fitted worst {fitted_worst:.1f} %, " \
+        f"wobble {wobble:.1f} %, mean {fitted_mean:.1f} % vs start {start_mean:.1f} %"
+    assert held_worst <= max(20.0, 1.25 * fitted_worst, wobble + 10.0), measured
+    assert fitted_mean <= min(start_mean, max(0.5 * start_mean, 30.0)), measured
 
 
 def _worst(error: PointError) -> float:

@@ -13,7 +13,7 @@ from tests.workloads.conftest import trace_path
 from zerohop.sim import tokens as sim_tokens
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.plans import PlannedRequest, make_planner, zipf_probabilities
-from zerohop.workloads.prompts import TokenCalibration
+from zerohop.workloads.prompts import PromptBuilder, TokenCalibration
 from zerohop.workloads.traces import TraceRequest, read_trace
 from zerohop.workloads.yaml_io import parse_workloads
 
@@ -276,3 +276,25 @@ def test_an_empty_trace_window_is_a_workload_error() -> None:
                   "trace": str(trace_path("AzureLLMInferenceTrace_conv.csv"))})
     with pytest.raises(WorkloadError, match="no trace requests in the window"):
         make_planner(spec, seed=0, worker_index=0, worker_count=1, trace_requests=rows)
+
+
+class _WordyBuilder(PromptBuilder):
+    """A builder that draws more from its generator than the default one does."""
+
+    def build_for_tokens(self, target_tokens: int, rng: np.random.Generator,
+                         calibration: TokenCalibration) -> str:
+        rng.random(7)
+        return super().build_for_tokens(target_tokens, rng, calibration)
+
+
+def test_a_seeds_sizes_do_not_depend_on_how_prompts_draw_their_words() -> None:
+    spec = _spec(OPEN_FLOOD)
+
+    def sizes(**builder: Any) -> list[tuple[int, int, float | None]]:
+        planner = make_planner(spec, seed=3, worker_index=0, worker_count=1, **builder)
+        return [(r.target_input_tokens, r.max_tokens, r.scheduled_offset_s)
+                for r in planner.schedule(5.0)]
+
+    plain, wordy = sizes(), sizes(builder=_WordyBuilder())
+    assert len(plain) > 100
+    assert plain == wordy

@@ -12,6 +12,12 @@ The client's table needs request_id, outcome, sent_ts, first_content_ts, end_ts,
 content_events and itl_ms (one sequence per row); the ground truth's needs request_id,
 outcome, first_token_ts, last_token_ts and, for ITL errors, token_ts (every token's
 write time, the target's `--ground-truth-token-lags`).
+
+A client cannot read what arrived while its core was taken from it (a hypervisor's
+steal, an interrupt storm): the kernel merges the bytes that waited and stamps them
+with the last arrival. Where a probe recorded such windows, tokens written inside one
+are not judged and are counted apart (`unjudged_tokens`), so the check measures the
+client, not the machine under it.
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ class TimingErrors:
     itl_unpaired: int  # requests whose gaps could not be paired with the server's tokens
     late_gaps_by_position: tuple[int, ...]  # gaps > LATE_GAP_MS, by index in the stream
     late_gaps: int = 0  # all gaps > LATE_GAP_MS, wherever in the stream
+    unjudged_tokens: int = 0  # written while the client's core was unavailable
 
     @property
     def ttft_p99_ms(self) -> float:
@@ -101,17 +108,26 @@ def joined_requests(
 
 
 def timing_errors(
-    client: pd.DataFrame, truth: pd.DataFrame, *, warmup_s: float = 0.0
+    client: pd.DataFrame,
+    truth: pd.DataFrame,
+    *,
+    warmup_s: float = 0.0,
+    unavailable: Sequence[tuple[float, float]] = (),
 ) -> TimingErrors:
-    """The TTFT, E2E and ITL errors of the client against the ground truth."""
+    """The TTFT, E2E and ITL errors of the client against the ground truth; tokens
+    written inside an `unavailable` window (wall-clock seconds) are not judged."""
     df = joined_requests(client, truth, warmup_s=warmup_s)
     if df.empty:
         empty = ErrorStats.of(np.array([]))
         return TimingErrors(0, 0, math.nan, empty, empty, empty, 0, ())
+    windows = _Windows(unavailable)
     ttft = _ms(df["first_content_ts"]) - _ms(df["first_token_ts"])
+    ttft[windows.covers(df["first_token_ts"])] = math.nan
     e2e = _ms(df["end_ts"]) - _ms(df["last_token_ts"])
+    e2e[windows.covers(df["last_token_ts"])] = math.nan
     token_ts = df["token_ts"] if "token_ts" in df.columns else pd.Series([None] * len(df))
-    itl_errors, unpaired = _itl_errors(df["itl_ms"], df["content_events"], token_ts)
+    itl_errors, unpaired, unjudged = _itl_errors(
+        df["itl_ms"], df["content_events"], token_ts, windows)
     itl = np.concatenate(itl_errors) if itl_errors else np.array([])
     late = [np.flatnonzero(np.abs(e) > LATE_GAP_MS) for e in itl_errors]
     by_position = np.bincount(np.concatenate(late)) if late else np.array([], dtype=int)
@@ -127,26 +143,54 @@ def timing_errors(
         itl_unpaired=unpaired,
         late_gaps_by_position=tuple(int(n) for n in by_position[:LATE_GAP_POSITIONS]),
         late_gaps=int(by_position.sum()),
+        unjudged_tokens=unjudged,
     )
 
 
+class _Windows:
+    """[start, end] windows of wall-clock seconds, possibly overlapping."""
+
+    def __init__(self, windows: Sequence[tuple[float, float]]) -> None:
+        ordered = sorted((float(a), float(b)) for a, b in windows if b >= a)
+        self.starts = np.array([a for a, _ in ordered])
+        # the latest end among windows starting at or before each start
+        self.ends = np.maximum.accumulate(np.array([b for _, b in ordered])) if ordered \
+            else np.array([])
+
+    def covers(self, times: pd.Series | np.ndarray) -> np.ndarray:
+        values = np.asarray(pd.to_numeric(times, errors="coerce"), dtype=float)
+        if self.starts.size == 0:
+            return np.zeros(values.size, dtype=bool)
+        i = np.searchsorted(self.starts, values, side="right") - 1
+        inside = np.zeros(values.size, dtype=bool)
+        known = i >= 0
+        inside[known] = values[known] <= self.ends[i[known]]
+        return inside
+
+
 def _itl_errors(
-    client_gaps: pd.Series, events: pd.Series, token_ts: pd.Series
-) -> tuple[list[np.ndarray], int]:
-    """Per request, the client's gaps minus the server's between the same tokens. A
-    request pairs only when the client saw one content event per token written."""
+    client_gaps: pd.Series, events: pd.Series, token_ts: pd.Series, windows: _Windows
+) -> tuple[list[np.ndarray], int, int]:
+    """Per request, the client's gaps minus the server's between the same tokens (a gap
+    touching a token written in an unavailable window is not judged). A request pairs
+    only when the client saw one content event per token written."""
     errors: list[np.ndarray] = []
-    unpaired = 0
+    unpaired = unjudged = 0
     for gaps, n_events, written in zip(client_gaps, events, token_ts, strict=True):
         if not _is_sequence(written):
             continue  # the target kept no per-token times: no ITL errors to compute
-        server_gaps = np.diff(np.asarray(written, dtype=float)) * 1e3
+        times = np.asarray(written, dtype=float)
+        server_gaps = np.diff(times) * 1e3
         client = np.asarray(gaps if _is_sequence(gaps) else [], dtype=float)
         if int(n_events) != len(written) or client.size != server_gaps.size:
             unpaired += 1
             continue
-        errors.append(client - server_gaps)
-    return errors, unpaired
+        taken = windows.covers(times)
+        unjudged += int(taken.sum())
+        error = client - server_gaps
+        error[taken[:-1] | taken[1:]] = math.nan
+        errors.append(error)
+    return errors, unpaired, unjudged
 
 
 def _is_sequence(value: object) -> bool:

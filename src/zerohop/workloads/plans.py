@@ -12,7 +12,9 @@ spec into a `Planner` for one worker (one Locust process or user group):
 
 Randomness: the arrival times come from a generator shared by all workers (seed and
 workload name); prompt contents, sizes and adapters from one generator per
-(seed, workload name, worker_index), so workers differ and every run is reproducible.
+(seed, workload name, worker_index), so workers differ and every run is reproducible;
+the prompt's words come from a generator of their own, so a builder that draws more or
+fewer words (exact sizing against `/tokenize`, a new vocabulary) moves no request size.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
 
 _ARRIVAL_STREAM = 1
 _CONTENT_STREAM = 2
+_TEXT_STREAM = 5  # prompt words and token ids: how many a builder draws moves no size
 _DEFAULT_TRACE_MAX_TOKENS = 128
 
 
@@ -167,6 +170,8 @@ class Planner(WorkerLoadShare):
         self._arrival_seed = arrival_seed(setup.seed, spec.name)
         self._rng = np.random.default_rng(
             [setup.seed, name_key, _CONTENT_STREAM, setup.worker_index])
+        self._text_rng = np.random.default_rng(
+            [setup.seed, name_key, _TEXT_STREAM, setup.worker_index])
         self._sequence = 0
         self._closed_position = 0
 
@@ -212,13 +217,13 @@ class Planner(WorkerLoadShare):
         ids: list[int] | None = None
         target = draft.input_tokens
         if spec.prompt_format == "token_ids":
-            ids = token_ids(target, self._rng, spec.token_id_vocab_size)
+            ids = token_ids(target, self._text_rng, spec.token_id_vocab_size)
         elif draft.hash_ids and draft.block_tokens > 0:
             units = self.calibration.units_for_tokens(target)
             block_units = self.calibration.block_units(draft.block_tokens)
             prompt_text = self._builder.build_from_blocks(draft.hash_ids, block_units, units)
         else:
-            prompt_text = self._builder.build_for_tokens(target, self._rng, self.calibration)
+            prompt_text = self._builder.build_for_tokens(target, self._text_rng, self.calibration)
         request = PlannedRequest(
             workload=spec.name,
             kind=spec.kind,
