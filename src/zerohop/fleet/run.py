@@ -59,7 +59,8 @@ def build_engines(config: SimConfig, replicas: int) -> list[Engine]:
     served = config.models[0]
     engines = []
     for index in range(replicas):
-        engine = Engine(served, seed=config.seed + index, max_queue=config.max_queue)
+        engine = Engine(served, seed=config.seed + index, max_queue=config.max_queue,
+                        virtual=True)
         engine.activity = GpuActivity(engine.gpu, 0)
         engines.append(engine)
     return engines

@@ -199,7 +199,7 @@ def predict(
 
     served = ServedModelConfig(engine=EngineConfig(
         max_num_seqs=max_num_seqs, num_gpu_blocks=1_000_000, max_model_len=1_000_000))
-    engine = Engine(served, step_cost=LinearStepCost(params, cost_scale))
+    engine = Engine(served, step_cost=LinearStepCost(params, cost_scale), virtual=True)
     ordered = sorted(arrivals, key=lambda a: a.at_s)
     seqs = [
         Sequence(request_id=str(i), prompt_tokens=max(1, a.prompt_tokens),

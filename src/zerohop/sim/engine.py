@@ -11,6 +11,8 @@ its sink. The lag between a step's modelled end and each write is measured per t
 that is the sim's own emission error, and nothing but writes sits in front of it.
 With prefix caching on (`engine.enable_prefix_caching`, the default) the KV pool also
 keeps the blocks of computed prompts for later requests (`prefix_cache.PrefixCache`).
+On the virtual clock (`zerohop simulate`, `virtual=True`) no token has bytes or a
+socket: steps neither prepare nor write, and the sinks hear of each token directly.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class StepPlan:
     cost_s: float
     compute_s: float
     rx_bytes: float
-    writes: list[PreparedWrite | None]  # one per batch entry: the token it will write
+    writes: list[PreparedWrite | None]  # one per batch entry (none on the virtual clock)
 
     @property
     def end_ns(self) -> int:
@@ -68,8 +70,10 @@ class Engine:
         timer_spin_us: int = 300,
         step_cost: StepCostModel | None = None,
         emission_lag: LagRecorder | None = None,
+        virtual: bool = False,
     ) -> None:
         book = load_profiles()
+        self.virtual = virtual
         self.config = served
         self.name = served.served_name()
         self.gpu: GpuProfile = book.gpu(served.gpu)
@@ -231,12 +235,13 @@ class Engine:
         batch, cost_s, compute_s, rx_bytes = self.scheduler.schedule(now_ns)
         if not batch:
             return None
-        return StepPlan(now_ns, batch, cost_s, compute_s, rx_bytes, prepare_writes(batch))
+        writes = [] if self.virtual else prepare_writes(batch)
+        return StepPlan(now_ns, batch, cost_s, compute_s, rx_bytes, writes)
 
     def finish_step(self, plan: StepPlan) -> None:
         """The step's end: write its tokens, then sample them and tell the sinks."""
         end = plan.end_ns
-        written = write_prepared(plan.writes, end, self.emission_lag)
+        written = None if self.virtual else write_prepared(plan.writes, end, self.emission_lag)
         self.scheduler.complete(plan.batch, end, written)
         self.stats.steps_total += 1
         self.activity.record(

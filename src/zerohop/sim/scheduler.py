@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
+from itertools import repeat
 
 from zerohop.sim.config import ServedModelConfig
 from zerohop.sim.engine_counters import EngineCounters
@@ -237,16 +238,18 @@ class Scheduler:
             seq.blocks = 0
 
     # --- step completion ----------------------------------------------------------------
-    def complete(self, batch: Batch, end_ns: int, written: list[int]) -> None:
-        """Sample this step's tokens (already written where prepared) and hand them to
-        the sinks, then the step's statistics."""
+    def complete(self, batch: Batch, end_ns: int, written: list[int] | None) -> None:
+        """Sample this step's tokens (already written where prepared; `written` None:
+        nothing is written, on the virtual clock) and hand them to the sinks, then the
+        step's statistics."""
         prev_end = self._last_end_ns
         cache = self.prefix_cache
         steady_itl = 0  # tokens whose previous token came from the previous step
         firsts: list[Sequence] = []
         finished_seqs: list[Sequence] = []
         other_itls: list[int] = []
-        for (seq, _context, new), written_ns in zip(batch, written, strict=True):
+        stamps = written if written is not None else repeat(0, len(batch))
+        for (seq, _context, new), written_ns in zip(batch, stamps, strict=True):
             if seq.done:
                 continue  # aborted while the step ran
             computed = seq.num_computed + new
