@@ -2,7 +2,12 @@
 later turns resend their history and vLLM answers it from the cache. What must hold:
 later turns report `cached_tokens > 0` in their usage, their TTFT is lower than that of
 first turns of the same prompt length, and the hit rate zerohop computes from usage
-agrees with vLLM's own `/metrics` prefix-cache counters."""
+agrees with vLLM's own `/metrics` prefix-cache counters.
+
+The TTFT check takes the later turns the cache serves at least half of: on an Intel
+2-core machine a first turn cost ~8 ms plus ~10 µs a token, so a turn whose new message
+is most of its prompt saves a few ms of noise (over all later turns the median ratio
+read 0.94 and 1.01 in two runs; over these, 0.81)."""
 
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ WORKLOAD = Path(__file__).with_name("conversation.yaml")
 def test_conversation_hits_vllm_prefix_cache(vllm_server: VllmServer, tmp_path: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "zerohop", "run", "--host", vllm_server.url, "--model", "tiny",
-         "--workload", str(WORKLOAD), "--duration", "30s", "--users", "1",
+         "--workload", str(WORKLOAD), "--duration", "40s", "--users", "1",
          "--telemetry", "prom",
          "--results-dir", str(tmp_path), "--name", "conv"],
         capture_output=True, text=True, timeout=300,
@@ -40,9 +45,10 @@ def test_conversation_hits_vllm_prefix_cache(vllm_server: VllmServer, tmp_path: 
     assert (later.cached_tokens > 0).mean() > 0.9, later.cached_tokens.describe()
     assert (later.cached_tokens < later.input_tokens).all()
 
-    ratios = ttft_over_same_length_first_turn(first, later)
+    mostly_cached = later[later.cached_tokens >= 0.5 * later.input_tokens]
+    ratios = ttft_over_same_length_first_turn(first, mostly_cached)
     print(f"later turns' TTFT over a first turn's of the same length: median "
-          f"{np.median(ratios):.2f} ({len(ratios)} later turns)")
+          f"{np.median(ratios):.2f} ({len(ratios)} later turns, half or more cached)")
     assert len(ratios) >= 10, "first and later turns share too few prompt lengths"
     assert float(np.median(ratios)) < 0.9, sorted(ratios)
 
