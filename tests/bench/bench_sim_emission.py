@@ -27,6 +27,11 @@ p99 ÷ (1.5 × floor step) ≤ 1), and the target's own CPU per token beyond the
 noisy: run it more than once before believing a number.
 
     python tests/bench/bench_sim_emission.py --streams 2000 --replicas 2 --duration 20
+    python tests/bench/bench_sim_emission.py --streams 2000 --replicas 2 --sim-realtime
+
+`--sim-realtime` starts the sims with `zerohop sim --realtime` (SCHED_FIFO) instead of
+renicing them: where the client shares their cores, a step's writes are then never
+preempted by it.
     python tests/bench/bench_sim_emission.py --streams 500 --replicas 1 --duration 20
 """
 
@@ -73,6 +78,8 @@ def main() -> None:
     parser.add_argument("--sim-nice", type=int, default=-10,
                         help="the sims' (and the floor writers') priority; < 0 needs "
                         "privileges, and keeps a core-sharing client from preempting them")
+    parser.add_argument("--sim-realtime", action="store_true",
+                        help="run the sims at real-time priority (zerohop sim --realtime)")
     parser.add_argument("--floor-bursts", type=int, default=300)
     args = parser.parse_args()
     plan = CorePlan.make(args.replicas, sorted(os.sched_getaffinity(0)), not args.no_pin)
@@ -88,7 +95,8 @@ def main() -> None:
         gap_s = _modelled_step_s(args, max(counts))
         print(f"{args.replicas} sim replica(s) of {args.gpu} + {args.model}, {args.streams} "
               f"streams ({'/'.join(map(str, counts))}), prompt {args.prompt_tokens} tok, "
-              f"{args.max_tokens} tok answers; {plan.note}")
+              f"{args.max_tokens} tok answers; {plan.note}"
+              f"{'; sims at real-time priority' if args.sim_realtime else ''}")
         if _autogroup_on():
             print("(the kernel schedules by autogroup: --sim-nice ranks the sims against "
                   "this session's processes only; busy processes of other sessions keep "
@@ -131,8 +139,12 @@ def _start_replica(stack: contextlib.ExitStack, args: argparse.Namespace, stream
                    ground_truth: Path, core: int | None) -> SimProcess:
     sim_args = ["--gpu", args.gpu, "--model", args.model,
                 "--max-num-seqs", str(max(streams, 1) + 12)]
+    if args.sim_realtime:
+        sim_args.append("--realtime")
     sim = stack.enter_context(start_sim(sim_args, ground_truth=ground_truth))
     pin(sim.pid, core)
+    if args.sim_realtime:
+        return sim
     try:
         os.setpriority(os.PRIO_PROCESS, sim.pid, args.sim_nice)
     except OSError as exc:

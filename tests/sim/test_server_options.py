@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import psutil
 import pytest
 from click.testing import CliRunner
 
@@ -63,3 +64,35 @@ def test_cli_help_lists_the_options() -> None:
         "--max-queue",
     ]:
         assert option in result.output
+
+
+@pytest.mark.integration
+def test_realtime_runs_the_engine_loop_first_and_its_layer_proxy_ordinarily() -> None:
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("SCHED_FIFO needs root or CAP_SYS_NICE")
+    with start_sim(["--realtime", "--layer"]) as sim:
+        policy = os.sched_getscheduler(sim.pid)
+        assert policy == os.SCHED_FIFO | os.SCHED_RESET_ON_FORK
+        assert os.sched_getparam(sim.pid).sched_priority == 10
+        children = psutil.Process(sim.pid).children()
+        assert children, "the layer proxy runs as a child process"
+        for child in children:  # started after the switch: not inherited
+            assert os.sched_getscheduler(child.pid) == os.SCHED_OTHER
+        assert request(sim.url, "/v1/models").status == 200
+
+
+@pytest.mark.unit
+def test_realtime_where_it_is_not_permitted_is_a_one_line_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    def refuse(*_args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refuse)
+    result = CliRunner().invoke(sim_command, ["--realtime"])
+    assert result.exit_code == 2
+    assert result.output.strip() == ("error: --realtime: not permitted here (Operation not "
+                                     "permitted; needs root or CAP_SYS_NICE)")
