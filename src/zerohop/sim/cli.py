@@ -167,7 +167,7 @@ def _run_at_realtime_priority() -> None:
     """SCHED_FIFO for this thread, the engine loop's (children started later, such as
     the layer proxy, do not inherit it). A step's writes are then not preempted by a
     load generator on the same core: at 2,000 streams over two replicas sharing both
-    cores with the client, emission lag p99 went from 1.3-1.5x to 0.8-0.9x the floor's
+    cores with the client, emission lag p99 went from 1.3-1.7x to 0.8-1.14x the floor's
     time for one step's writes (tests/bench/bench_sim_emission.py --sim-realtime).
     The kernel's real-time throttling keeps 5 % of each core for everything else."""
     policy = getattr(os, "SCHED_FIFO", None)
