@@ -28,11 +28,11 @@ noisy: run it more than once before believing a number.
 
     python tests/bench/bench_sim_emission.py --streams 2000 --replicas 2 --duration 20
     python tests/bench/bench_sim_emission.py --streams 2000 --replicas 2 --sim-realtime
+    python tests/bench/bench_sim_emission.py --streams 500 --replicas 1 --duration 20
 
 `--sim-realtime` starts the sims with `zerohop sim --realtime` (SCHED_FIFO) instead of
 renicing them: where the client shares their cores, a step's writes are then never
 preempted by it.
-    python tests/bench/bench_sim_emission.py --streams 500 --replicas 1 --duration 20
 """
 
 from __future__ import annotations

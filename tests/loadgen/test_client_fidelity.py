@@ -11,8 +11,9 @@ gap, and the same check must catch it.
 
 The floor under the client is measured in the same run: a real-time probe on the
 client's core (cpu_stall_probe.py) records when the core was taken from every process
-on it (a busy host's hypervisor did so ~14 times in 14 s on one CI machine, 10-20 ms
-each: ITL p99 read 10 ms there and 0.005 ms on a quiet machine of the same kind).
+on it. On one CI machine every stream's reads came late together ~14 times in 14 s,
+10-20 ms each (ITL p99 10 ms; 0.005 ms on a quiet machine of the same kind), as when
+a hypervisor takes the client's virtual CPU.
 Tokens written in those windows are counted, not judged; most must still be judged.
 
 The load is sized from what this machine carries: a loopback write costs 2.9 µs on one

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import psutil
 import pytest
@@ -68,8 +69,6 @@ def test_cli_help_lists_the_options() -> None:
 
 @pytest.mark.integration
 def test_realtime_runs_the_engine_loop_first_and_its_layer_proxy_ordinarily() -> None:
-    import os
-
     if os.geteuid() != 0:
         pytest.skip("SCHED_FIFO needs root or CAP_SYS_NICE")
     with start_sim(["--realtime", "--layer"]) as sim:
@@ -86,8 +85,6 @@ def test_realtime_runs_the_engine_loop_first_and_its_layer_proxy_ordinarily() ->
 @pytest.mark.unit
 def test_realtime_where_it_is_not_permitted_is_a_one_line_error(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
     def refuse(*_args: object) -> None:
         raise PermissionError(1, "Operation not permitted")
 

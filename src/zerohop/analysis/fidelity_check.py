@@ -151,16 +151,15 @@ class _Windows:
     """[start, end] windows of wall-clock seconds, possibly overlapping."""
 
     def __init__(self, windows: Sequence[tuple[float, float]]) -> None:
-        ordered = sorted((float(a), float(b)) for a, b in windows if b >= a)
-        self.starts = np.array([a for a, _ in ordered])
+        ordered = np.array(sorted((float(a), float(b)) for a, b in windows if b >= a))
+        self.starts = ordered[:, 0] if ordered.size else ordered
         # the latest end among windows starting at or before each start
-        self.ends = np.maximum.accumulate(np.array([b for _, b in ordered])) if ordered \
-            else np.array([])
+        self.ends = np.maximum.accumulate(ordered[:, 1]) if ordered.size else ordered
 
     def covers(self, times: pd.Series | np.ndarray) -> np.ndarray:
-        values = np.asarray(pd.to_numeric(times, errors="coerce"), dtype=float)
         if self.starts.size == 0:
-            return np.zeros(values.size, dtype=bool)
+            return np.zeros(len(times), dtype=bool)
+        values = np.asarray(pd.to_numeric(times, errors="coerce"), dtype=float)
         i = np.searchsorted(self.starts, values, side="right") - 1
         inside = np.zeros(values.size, dtype=bool)
         known = i >= 0
