@@ -3,10 +3,12 @@
 The same method as bench_loopback_burst.py (uvloop `transport.write` of one fresh chunk
 to each of N keep-alive TCP_NODELAY loopback sockets, back to back, each write stamped,
 one burst every `gap_s`), laid out as the sim run that follows it: one writer process
-per sim replica, pinned to that replica's core and at its nice level, with as many
-sockets as the replica carries streams and chunks of the sim's token-chunk size; one
-reader process on the client's cores drains all of them. The writers burst at the same
-time, so they share the cores the way the replicas will.
+per sim replica, pinned to that replica's core and at its priority (nice, or real-time
+with `--sim-realtime`), with as many sockets as the replica carries streams and chunks
+of the sim's token-chunk size; one reader process on the client's cores drains all of
+them. The writers burst together or in turn (`stagger`), as the replicas' steps may:
+where the reader shares the writers' cores, a write costs more while the reader drains
+on the other core (it can when the bursts alternate) than while both cores write.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class FloorSpec:
     gap_s: float
     bursts: int
     nice: int
+    realtime: bool = False  # SCHED_FIFO writers, as `zerohop sim --realtime` runs
+    stagger: bool = False  # writer k bursts k/n of a gap after writer 0 (else together)
 
 
 @dataclass(frozen=True)
@@ -49,13 +53,19 @@ class Floor:
 def measure_floor(
     spec: FloorSpec, writer_cores: Sequence[int | None], reader_cores: set[int] | None
 ) -> list[Floor]:
-    """One writer per entry of `writer_cores` (None: not pinned), bursting together."""
+    """One writer per entry of `writer_cores` (None: not pinned), bursting together or,
+    with `spec.stagger`, in turn. The bursts keep a schedule on the shared monotonic
+    clock, so the writers' phases hold as the replicas' steps do."""
     ctx = mp.get_context("fork")
     ports: mp.Queue = ctx.Queue()
     ready: mp.Queue = ctx.Queue()
     go = ctx.Event()
+    start_at = ctx.Value("d", 0.0)
+    n = len(writer_cores)
     writers = [
-        ctx.Process(target=_writer, args=(i, core, spec, ports, ready, go), daemon=True)
+        ctx.Process(target=_writer, args=(i, core, spec, ports, ready, go, start_at,
+                                          i * spec.gap_s / n if spec.stagger else 0.0),
+                    daemon=True)
         for i, core in enumerate(writer_cores)
     ]
     for w in writers:
@@ -70,6 +80,7 @@ def measure_floor(
         reader.start()
         for _ in writers:
             ready.get(timeout=60)
+        start_at.value = time.monotonic() + 0.1
         go.set()
         wait_s = 60 + (spec.bursts + WARMUP_BURSTS) * spec.gap_s * 3
         results = dict(ready.get(timeout=wait_s) for _ in writers)
@@ -111,15 +122,22 @@ class _Accepting(asyncio.Protocol):
 
 
 def _writer(
-    index: int, core: int | None, spec: FloorSpec, ports: mp.Queue, ready: mp.Queue, go
+    index: int, core: int | None, spec: FloorSpec, ports: mp.Queue, ready: mp.Queue, go,
+    start_at, offset_s: float,
 ) -> None:
     pin(0, core)
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, 0, spec.nice)
-    uvloop.run(_bursts(index, spec, ports, ready, go))
+    if spec.realtime:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+    uvloop.run(_bursts(index, spec, ports, ready, go, start_at, offset_s))
 
 
-async def _bursts(index: int, spec: FloorSpec, ports: mp.Queue, ready: mp.Queue, go) -> None:
+async def _bursts(
+    index: int, spec: FloorSpec, ports: mp.Queue, ready: mp.Queue, go, start_at,
+    offset_s: float,
+) -> None:
     accepted: list[asyncio.Transport] = []
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
@@ -134,8 +152,10 @@ async def _bursts(index: int, spec: FloorSpec, ports: mp.Queue, ready: mp.Queue,
     clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
     per_write: list[float] = []
     cpu_per_write: list[float] = []
+    due = start_at.value + offset_s
     for burst in range(spec.bursts + WARMUP_BURSTS):
-        await asyncio.sleep(spec.gap_s)
+        due += spec.gap_s
+        await asyncio.sleep(max(0.0, due - time.monotonic()))
         data = [chunk_of_size(spec.chunk_bytes, b"%d-%d" % (burst, i)) for i in range(spec.sockets)]
         planned = [(t.write, d) for t, d in zip(accepted, data, strict=True)]
         cpu_start = cpu_clock()

@@ -159,7 +159,9 @@ class FleetClock:
             request_id=str(req.index), eos_median_tokens=ec.eos_median_tokens,
             eos_sigma=ec.eos_sigma,
         )
-        seq = Sequence(str(req.index), req.prompt_tokens, target, req.max_tokens, req, now)
+        seq = Sequence(request_id=str(req.index), prompt_tokens=req.prompt_tokens,
+                       target_output=target, max_tokens=req.max_tokens, sink=req,
+                       arrival_ns=now)
         req.seq = seq
         engine.submit(seq)
         if not self._busy[replica]:

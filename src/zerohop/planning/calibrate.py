@@ -234,17 +234,14 @@ class LinearStepCost(StepCostModel):
         self.params = params
         self.scale = scale
 
-    def step_s(self, chunks: list[Chunk]) -> tuple[float, float, float]:
+    def batch_s(
+        self, decodes: int, decode_context: int, chunks: list[Chunk]
+    ) -> tuple[float, float, float]:
         p = self.params
-        prefill = decode = context = 0
-        for ctx, new in chunks:
-            if new == 1 and ctx > 0:
-                decode += 1
-                context += ctx
-            else:
-                prefill += new
+        prefill = sum(new for _, new in chunks)
         cost_ms = (p.overhead_ms + p.prefill_us_per_token * prefill / 1e3
-                   + p.decode_ms_per_seq * decode + p.context_us_per_token * context / 1e3)
+                   + p.decode_ms_per_seq * decodes
+                   + p.context_us_per_token * decode_context / 1e3)
         seconds = cost_ms * self.scale / 1e3
         return seconds, seconds, 0.0
 

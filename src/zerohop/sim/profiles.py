@@ -173,10 +173,13 @@ class Roofline(StepCostModel):
         self._weights = model.weight_bytes
         self._hidden_bytes = 2 * model.hidden * model.dtype_bytes * model.layers
 
-    def step_s(self, chunks: list[Chunk]) -> tuple[float, float, float]:
-        new_tokens = 0
-        attn_flops = 0.0
-        kv_read = 0
+    def batch_s(
+        self, decodes: int, decode_context: int, chunks: list[Chunk]
+    ) -> tuple[float, float, float]:
+        # a decode's one token attends to its context and itself, and reads their KV
+        new_tokens = decodes
+        attn_flops = self._attn_flops_coeff * (decode_context + decodes)
+        kv_read = decode_context + decodes
         for context, new in chunks:
             new_tokens += new
             # each new token attends to the context plus the new tokens before it

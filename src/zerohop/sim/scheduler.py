@@ -29,7 +29,7 @@ from zerohop.sim.lora import LoraSlots
 from zerohop.sim.prefix_cache import PrefixCache
 from zerohop.sim.profiles import GpuProfile, ModelProfile
 from zerohop.sim.sequence import EngineError, Sequence
-from zerohop.sim.step_cost import StepCostModel
+from zerohop.sim.step_cost import StepCostModel, is_decode
 
 Batch = list[tuple[Sequence, int, int]]
 """One step's work: (sequence, context tokens before the step, new tokens) each."""
@@ -83,6 +83,8 @@ class Scheduler:
         budget = ec.max_num_batched_tokens
         pool = self.pool
         batch: Batch = []
+        decodes = decode_context = 0  # priced summed (StepCostModel.batch_s)
+        others: list[tuple[int, int]] = []  # the slow path's and admissions' shares
         preempted = False
         running = self.running
         block_size = pool.block_size
@@ -97,6 +99,8 @@ class Scheduler:
             new = seq.prompt_tokens + seq.num_output - computed
             if new == 1 and computed < seq.blocks * block_size:
                 append((seq, computed, 1))  # the common decode step: no new block needed
+                decodes += 1
+                decode_context += computed
                 budget -= 1
                 i += 1
                 continue
@@ -122,15 +126,25 @@ class Scheduler:
                     break
             if seq is None:
                 continue  # `running` shrank; index i now points at the next one
-            batch.append((seq, seq.num_computed, new))
+            append((seq, seq.num_computed, new))
+            others.append((seq.num_computed, new))
             budget -= new
             i += 1
         cold_loads = 0
+        before_admission = len(batch)
         if not preempted and self.waiting:
             cold_loads, budget = self._admit(now_ns, budget, batch)
         if not batch:
             return batch, 0.0, 0.0, 0.0
-        step_s, compute_s, _memory_s = self.step_cost.step_s([(c, n) for _, c, n in batch])
+        others.extend((c, n) for _, c, n in batch[before_admission:])
+        chunks = []
+        for c, n in others:  # a decode that needed a new block is priced with the rest
+            if is_decode(c, n):
+                decodes += 1
+                decode_context += c
+            else:
+                chunks.append((c, n))
+        step_s, compute_s, _memory_s = self.step_cost.batch_s(decodes, decode_context, chunks)
         if self.lora.known:
             step_s += self._lora_cost_s(batch, cold_loads)
         rx = 4.0 * (ec.max_num_batched_tokens - budget) + 64.0 * len(batch) + 16384.0
@@ -254,9 +268,12 @@ class Scheduler:
                 continue  # aborted while the step ran
             computed = seq.num_computed + new
             seq.num_computed = computed
-            if seq.blocks_hashed < len(seq.block_hashes) and cache is not None:
-                cache.register(seq)  # prompt blocks it just computed: others may hit them
             n = seq.num_output
+            # only a chunk that computed part of the prompt can name blocks for the
+            # prefix cache (a decode's token comes after the prompt)
+            if computed - new < seq.prompt_tokens and cache is not None \
+                    and seq.blocks_hashed < len(seq.block_hashes):
+                cache.register(seq)  # prompt blocks it just computed: others may hit them
             if computed < seq.prompt_tokens + n:
                 continue  # a prefill chunk: no token yet
             n += 1

@@ -14,18 +14,46 @@ Chunk = tuple[int, int]
 
 
 class StepCostModel(ABC):
-    """Seconds a step takes; `prefill_s` and `decode_s` are its two textbook cases."""
+    """Seconds a step takes; `prefill_s` and `decode_s` are its two textbook cases.
+
+    A step is given as its decodes (sequences adding one token to a context they
+    already hold) summed, and its other chunks listed: the models' cost of a decode is
+    linear in its context (the roofline's attention and KV reads, the fitted model's
+    per-token context term), so the sum prices them exactly, and the scheduler adds a
+    context per decode instead of building a chunk for each one
+    (tests/bench/bench_sim_step_cpu.py)."""
 
     @abstractmethod
+    def batch_s(
+        self, decodes: int, decode_context: int, chunks: list[Chunk]
+    ) -> tuple[float, float, float]:
+        """(step seconds, compute seconds, memory seconds) for `decodes` sequences
+        decoding one token each over `decode_context` context tokens in all, and the
+        other sequences' `chunks` (none of them a decode: `is_decode`). Compute and
+        memory feed the modelled GPU gauges; a model that does not split them reports
+        the whole step as compute."""
+
     def step_s(self, chunks: list[Chunk]) -> tuple[float, float, float]:
-        """(step seconds, compute seconds, memory seconds) for a batch given as one
-        `Chunk` per sequence. Compute and memory feed the modelled GPU gauges; a model
-        that does not split them reports the whole step as compute."""
+        """`batch_s` for a batch given as one `Chunk` per sequence."""
+        decodes = context = 0
+        others: list[Chunk] = []
+        for chunk in chunks:
+            if is_decode(*chunk):
+                decodes += 1
+                context += chunk[0]
+            else:
+                others.append(chunk)
+        return self.batch_s(decodes, context, others)
 
     def prefill_s(self, prompt_tokens: int) -> float:
         """One request alone: its whole prompt in one step (first token included)."""
-        return self.step_s([(0, prompt_tokens)])[0]
+        return self.batch_s(0, 0, [(0, prompt_tokens)])[0]
 
     def decode_s(self, batch: int, context: int) -> float:
         """A decode step for `batch` sequences of `context` tokens each."""
-        return self.step_s([(context, 1)] * batch)[0]
+        return self.batch_s(batch, batch * context, [])[0]
+
+
+def is_decode(context: int, new: int) -> bool:
+    """One new token over a context already in the KV cache."""
+    return new == 1 and context > 0
