@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -94,6 +95,14 @@ def assert_nothing_missing(run_dir: Path, truth: Path, *, killed: KilledWorker |
     return df
 
 
+def without_stats_tables(log: Path) -> str:
+    """A Locust log less the stats table it prints every few seconds: what a hang's
+    diagnosis needs (warnings, the faulthandler dump) is otherwise scrolled away."""
+    table_line = re.compile(r"^(Type |E2E |TTFT |ITL |TPOT |\s+Aggregated|-+\||-{8}|\s*$)")
+    return "\n".join(line for line in log.read_text().splitlines()
+                     if not table_line.match(line))
+
+
 def assert_report_builds(run_dir: Path) -> None:
     res = run(zerohop_cmd("report", str(run_dir)), timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -121,8 +130,8 @@ def test_locust_headless_stopped_by_signal(sig: signal.Signals, tmp_path: Path) 
         except subprocess.TimeoutExpired:  # say where it hangs: faulthandler dumps on SIGABRT
             os.kill(proc.pid, signal.SIGABRT)
             time.sleep(2)
-            pytest.fail(f"still running 40 s after {sig.name}:\n"
-                        + (tmp_path / "locust.log").read_text()[-6000:])
+            pytest.fail(f"still running 40 s after {sig.name}; its log without the stats "
+                        "tables:\n" + without_stats_tables(tmp_path / "locust.log")[-6000:])
     finally:
         stop_group(proc)
     log = (tmp_path / "locust.log").read_text()
