@@ -53,10 +53,18 @@ def run(cmd: list[str], *, timeout: float = 120, env: dict[str, str] | None = No
 
 def start(cmd: list[str], *, env: dict[str, str] | None = None, log: Path | None = None,
           ) -> subprocess.Popen[str]:
-    """A child in its own session, output to `log` (or a pipe)."""
+    """A child in its own session, output to `log` (or a pipe), with SIGINT at its
+    default as a terminal's Ctrl-C finds it: a test run started in the background of
+    a non-interactive shell ignores SIGINT, every child inherits that, and a Python
+    that starts with SIGINT ignored keeps ignoring it."""
     out = open(log, "w") if log is not None else subprocess.PIPE  # noqa: SIM115
     return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True,
-                            env=env or child_env(), start_new_session=True)
+                            env=env or child_env(), start_new_session=True,
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop_group(proc: subprocess.Popen[str]) -> None:
