@@ -159,9 +159,7 @@ class FleetClock:
             request_id=str(req.index), eos_median_tokens=ec.eos_median_tokens,
             eos_sigma=ec.eos_sigma,
         )
-        seq = Sequence(request_id=str(req.index), prompt_tokens=req.prompt_tokens,
-                       target_output=target, max_tokens=req.max_tokens, sink=req,
-                       arrival_ns=now)
+        seq = Sequence(str(req.index), req.prompt_tokens, target, req.max_tokens, req, now)
         req.seq = seq
         engine.submit(seq)
         if not self._busy[replica]:

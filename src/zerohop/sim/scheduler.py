@@ -29,7 +29,7 @@ from zerohop.sim.lora import LoraSlots
 from zerohop.sim.prefix_cache import PrefixCache
 from zerohop.sim.profiles import GpuProfile, ModelProfile
 from zerohop.sim.sequence import EngineError, Sequence
-from zerohop.sim.step_cost import StepCostModel, is_decode
+from zerohop.sim.step_cost import StepCostModel, split_decodes
 
 Batch = list[tuple[Sequence, int, int]]
 """One step's work: (sequence, context tokens before the step, new tokens) each."""
@@ -137,14 +137,10 @@ class Scheduler:
         if not batch:
             return batch, 0.0, 0.0, 0.0
         others.extend((c, n) for _, c, n in batch[before_admission:])
-        chunks = []
-        for c, n in others:  # a decode that needed a new block is priced with the rest
-            if is_decode(c, n):
-                decodes += 1
-                decode_context += c
-            else:
-                chunks.append((c, n))
-        step_s, compute_s, _memory_s = self.step_cost.batch_s(decodes, decode_context, chunks)
+        # a decode that needed a new block is priced with the fast path's
+        more, more_context, chunks = split_decodes(others)
+        step_s, compute_s, _memory_s = self.step_cost.batch_s(
+            decodes + more, decode_context + more_context, chunks)
         if self.lora.known:
             step_s += self._lora_cost_s(batch, cold_loads)
         rx = 4.0 * (ec.max_num_batched_tokens - budget) + 64.0 * len(batch) + 16384.0

@@ -66,35 +66,30 @@ class NullSink:
 NULL_SINK = NullSink()
 
 
-@dataclass(eq=False, slots=True, kw_only=True)
+@dataclass(eq=False, slots=True)
 class Sequence:
-    """One request's state in the engine. The fields every step reads or writes come
-    first: slots are laid out in this order, and a step over a thousand sequences
-    runs faster when each one's hot fields share fewer cache lines
-    (tests/bench/bench_sim_emission.py)."""
-
-    done: bool = False
-    paused_until_ns: int = 0  # a stall fault: not scheduled before this time
-    num_computed: int = 0  # tokens whose KV is in the cache
-    prompt_tokens: int
-    num_output: int = 0  # tokens sampled (and handed to the sink)
-    blocks: int = 0
-    target_output: int  # tokens this answer will have (<= max_tokens)
-    sink: TokenSink
-    last_token_ns: int | None = None
-    pause_after_tokens: int = -1  # stall_mid: pause once num_output reaches this
     request_id: str
+    prompt_tokens: int
+    target_output: int  # tokens this answer will have (<= max_tokens)
     max_tokens: int
+    sink: TokenSink
     arrival_ns: int
     adapter: str | None = None
+    num_computed: int = 0  # tokens whose KV is in the cache
+    num_output: int = 0  # tokens sampled (and handed to the sink)
+    blocks: int = 0
+    paused_until_ns: int = 0  # a stall fault: not scheduled before this time
+    pause_after_tokens: int = -1  # stall_mid: pause once num_output reaches this
     pause_ns: int = 0
     first_scheduled_ns: int | None = None
     first_token_ns: int | None = None  # modelled (scheduled) time of token 1
+    last_token_ns: int | None = None
     preemptions: int = 0
     block_hashes: tuple[int, ...] = ()  # the prompt's full blocks (prefix-cache keys)
     cache_refs: list[int] = field(default_factory=list)  # the cached blocks it holds
     blocks_hashed: int = 0  # leading prompt blocks the prefix cache has seen
     num_cached: int = 0  # prompt tokens the prefix cache gave at its first scheduling
+    done: bool = False
     finish_reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
 

@@ -29,21 +29,13 @@ class StepCostModel(ABC):
     ) -> tuple[float, float, float]:
         """(step seconds, compute seconds, memory seconds) for `decodes` sequences
         decoding one token each over `decode_context` context tokens in all, and the
-        other sequences' `chunks` (none of them a decode: `is_decode`). Compute and
+        other sequences' `chunks` (none of them a decode: `split_decodes`). Compute and
         memory feed the modelled GPU gauges; a model that does not split them reports
         the whole step as compute."""
 
     def step_s(self, chunks: list[Chunk]) -> tuple[float, float, float]:
         """`batch_s` for a batch given as one `Chunk` per sequence."""
-        decodes = context = 0
-        others: list[Chunk] = []
-        for chunk in chunks:
-            if is_decode(*chunk):
-                decodes += 1
-                context += chunk[0]
-            else:
-                others.append(chunk)
-        return self.batch_s(decodes, context, others)
+        return self.batch_s(*split_decodes(chunks))
 
     def prefill_s(self, prompt_tokens: int) -> float:
         """One request alone: its whole prompt in one step (first token included)."""
@@ -54,6 +46,14 @@ class StepCostModel(ABC):
         return self.batch_s(batch, batch * context, [])[0]
 
 
-def is_decode(context: int, new: int) -> bool:
-    """One new token over a context already in the KV cache."""
-    return new == 1 and context > 0
+def split_decodes(chunks: list[Chunk]) -> tuple[int, int, list[Chunk]]:
+    """(decodes, their total context, the other chunks): `batch_s`'s arguments."""
+    decodes = context = 0
+    others: list[Chunk] = []
+    for chunk in chunks:
+        if chunk[1] == 1 and chunk[0] > 0:  # one new token over a context already held
+            decodes += 1
+            context += chunk[0]
+        else:
+            others.append(chunk)
+    return decodes, context, others
