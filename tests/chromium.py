@@ -150,13 +150,18 @@ def open_page(
             context.close()
 
 
+OPEN_FOLDS_JS = "() => document.querySelectorAll('details').forEach(d => { d.open = true; })"
+
+
 def chart_ink(page: Any, min_ink: int = MIN_CHART_INK) -> dict[str, int]:
     """Chart id → opaque pixels in its plotting area, once the page's chart script has
-    run and every chart is drawn (or DRAW_TIMEOUT_MS passed: then the counts show which
-    chart is blank)."""
+    run, every fold (`<details>`, whose charts are drawn when opened) is open and every
+    chart is drawn (or DRAW_TIMEOUT_MS passed: then the counts show which chart is
+    blank)."""
     from playwright.sync_api import TimeoutError as DrawTimeout  # a page exists: installed
 
     page.wait_for_function("document.body.dataset.chartsRendered !== undefined")
+    page.evaluate(OPEN_FOLDS_JS)
     with contextlib.suppress(DrawTimeout):  # the counts below then show the blank chart
         page.wait_for_function(ALL_DRAWN_JS, arg=min_ink, timeout=DRAW_TIMEOUT_MS)
     return {chart_id: int(ink) for chart_id, ink in page.evaluate(CHART_INK_JS)}

@@ -8,7 +8,7 @@
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
     "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#ad494a"
   ];
-  var HEIGHT = 240;
+  var HEIGHT = 200;
 
   function readSpecs() {
     var holder = document.getElementById("zh-chart-data");
@@ -73,12 +73,20 @@
       scales: { x: xScale, y: yScale },
       axes: [xAxis, { label: spec.yLabel, labelSize: 20, size: 60 }],
       series: series,
-      legend: { live: true }
+      legend: { live: true },
+      hooks: { setLegend: [idleLegend] }
     };
     if (spec.kind === "time") {
       options.cursor = { sync: { key: "zh-time" } };
     }
     return options;
+  }
+
+  /* Off the chart the legend shows each series' colour and name (readable without
+   * hovering; uPlot alone would print "--" for every value); on it, the values too. */
+  function idleLegend(u) {
+    var idle = u.cursor.idx === null || u.cursor.idx === undefined;
+    if (u.root.parentNode) { u.root.parentNode.classList.toggle("zh-idle", idle); }
   }
 
   /* The legend shows each series' brief label; its full name (every label of a
@@ -90,34 +98,58 @@
     }
   }
 
-  function render() {
-    var specs = readSpecs();
-    var rendered = 0;
-    var failed = [];
-    var plots = [];
-    for (var i = 0; i < specs.length; i++) {
-      var spec = specs[i];
-      var host = document.getElementById(spec.id);
-      if (!host) { continue; }
-      try {
-        var width = Math.max(320, host.clientWidth || 640);
-        var data = [spec.x];
-        for (var j = 0; j < spec.series.length; j++) { data.push(spec.series[j].values); }
-        var plot = new uPlot(chartOptions(spec, width), data, host);
-        nameOnHover(plot, spec);
-        plots.push({ plot: plot, host: host });
-        rendered += 1;
-      } catch (err) {
-        failed.push(spec.id);
-        var note = document.createElement("p");
-        note.className = "zh-chart-error";
-        note.textContent = "chart could not be drawn: " + String(err);
-        host.appendChild(note);
-      }
+  function hidden(host) {
+    var fold = host.closest("details");
+    return fold !== null && !fold.open;
+  }
+
+  var plots = [];
+  var rendered = 0;
+  var failed = [];
+
+  function draw(spec, host) {
+    try {
+      var width = Math.max(320, host.clientWidth || 640);
+      var data = [spec.x];
+      for (var j = 0; j < spec.series.length; j++) { data.push(spec.series[j].values); }
+      var plot = new uPlot(chartOptions(spec, width), data, host);
+      host.classList.add("zh-idle");
+      nameOnHover(plot, spec);
+      plots.push({ plot: plot, host: host });
+      rendered += 1;
+    } catch (err) {
+      failed.push(spec.id);
+      var note = document.createElement("p");
+      note.className = "zh-chart-error";
+      note.textContent = "chart could not be drawn: " + String(err);
+      host.appendChild(note);
     }
-    document.body.setAttribute("data-charts-total", String(specs.length));
     document.body.setAttribute("data-charts-rendered", String(rendered));
     if (failed.length) { document.body.setAttribute("data-charts-failed", failed.join(" ")); }
+  }
+
+  /* Charts inside a closed <details> (the appendix) are drawn when it is opened, at the
+   * width they then have: a closed fold costs the page nothing. */
+  function render() {
+    var specs = readSpecs();
+    var waiting = [];
+    document.body.setAttribute("data-charts-total", String(specs.length));
+    document.body.setAttribute("data-charts-rendered", "0");
+    for (var i = 0; i < specs.length; i++) {
+      var host = document.getElementById(specs[i].id);
+      if (!host) { continue; }
+      if (hidden(host)) { waiting.push({ spec: specs[i], host: host }); } else { draw(specs[i], host); }
+    }
+    var folds = document.querySelectorAll("details");
+    for (var f = 0; f < folds.length; f++) {
+      folds[f].addEventListener("toggle", function () {
+        var still = [];
+        for (var w = 0; w < waiting.length; w++) {
+          if (hidden(waiting[w].host)) { still.push(waiting[w]); } else { draw(waiting[w].spec, waiting[w].host); }
+        }
+        waiting = still;
+      });
+    }
     window.addEventListener("resize", function () {
       for (var k = 0; k < plots.length; k++) {
         var w = Math.max(320, plots[k].host.clientWidth || 640);

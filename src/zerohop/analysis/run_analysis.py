@@ -74,6 +74,7 @@ class TimeSeriesData:
     lanes: pd.DataFrame  # lane key → window mean
     lane_metrics: dict[str, str]  # lane key → metric
     lane_labels: dict[str, dict[str, str]] = field(default_factory=dict)  # key → labels
+    lane_sources: dict[str, str] = field(default_factory=dict)  # key → source (nvml, prom:…)
 
 
 @dataclass
@@ -229,6 +230,7 @@ def _chart_series(
         lanes=lane_means,
         lane_metrics={lane.key: lane.metric for lane in lanes},
         lane_labels={lane.key: _legend_labels(lane) for lane in lanes},
+        lane_sources={lane.key: lane.source for lane in lanes},
     )
 
 

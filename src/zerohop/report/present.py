@@ -21,6 +21,7 @@ from zerohop.report.present_headline import (
     headline_figures,
     run_header,
     slo_rows,
+    slo_source,
     verdict,
 )
 from zerohop.report.present_latency import (
@@ -52,7 +53,12 @@ class Page:
 
 
 def _policy_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any] | None:
-    context, policy_charts = policy_section(analysis.policy)
+    """The retry / fallback section, left out when every logical request was one
+    attempt (no retry, no fallback: it would only say so at length)."""
+    summary = analysis.policy
+    if summary is not None and summary.attempts == summary.logical_requests:
+        return None
+    context, policy_charts = policy_section(summary)
     charts.extend(policy_charts)
     return context
 
@@ -71,6 +77,7 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
         },
         "notes": analysis.notes,
         "slos": slo_rows(analysis),
+        "slo_source": slo_source(analysis),
         "throughput": throughput_table(analysis),
         "latency": latency_table(analysis),
         "timeseries": timeseries_section(analysis, charts),
@@ -184,6 +191,9 @@ def _prefill_section(analysis: RunAnalysis, charts: list[Chart]) -> list[dict[st
             {
                 "workload": fit.workload,
                 "n": fmt.count(fit.n),
+                "wide": _wide_interval(fit.slope_ms_per_1k, fit.slope_ci_ms_per_1k)
+                if fit.note is None
+                else "",
                 "slope": fmt.ms(fit.slope_ms_per_1k),
                 "ci": f"[{fmt.ms(fit.slope_ci_ms_per_1k[0])}, {fmt.ms(fit.slope_ci_ms_per_1k[1])}]"
                 if fit.note is None
@@ -194,6 +204,18 @@ def _prefill_section(analysis: RunAnalysis, charts: list[Chart]) -> list[dict[st
             }
         )
     return rows
+
+
+def _wide_interval(slope: float, ci: tuple[float, float]) -> str:
+    """A caveat when the slope's interval is wider than the slope itself or holds 0:
+    prompt length then explains little of this workload's TTFT."""
+    low, high = ci
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    if low <= 0.0 <= high or (high - low) > abs(slope):
+        return ("interval wider than the slope: prompt length explains little of this "
+                "workload's TTFT (queueing behind other requests varies more)")
+    return ""
 
 
 def _adapter_rows(analysis: RunAnalysis) -> list[dict[str, str]]:

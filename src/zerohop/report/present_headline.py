@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.core.metrics import REQUEST_LATENCIES, title
+from zerohop.core.metrics import REQUEST_LATENCIES, percentile_fraction, title
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, add_chart
 from zerohop.report.present_certificate import certificate_check
-from zerohop.report.present_latency import ITL_BETWEEN_READS
+from zerohop.report.present_latency import ITL_BETWEEN_READS, percentile_text
 from zerohop.report.present_timeseries import (
     latency_series,
     load_series,
@@ -19,6 +19,7 @@ from zerohop.report.present_timeseries import (
     window_axis,
 )
 from zerohop.report.present_token_counts import prompt_size_check
+from zerohop.report.telemetry_transforms import needed_n
 
 
 def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str]:
@@ -102,15 +103,54 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
 
 
 def slo_rows(analysis: RunAnalysis) -> list[dict[str, str]]:
-    return [
-        {
-            "key": r.label,
-            "observed": fmt.ms(r.observed_ms),
-            "threshold": fmt.ms(r.target.threshold_ms),
-            "status": "met" if r.met else ("missed" if r.met is False else "no data"),
-        }
-        for r in analysis.slo_results
-    ]
+    """Each objective with the sample it was judged on; a percentile judged on fewer
+    requests than it needs says so (a p99 of 40 requests is their maximum)."""
+    rows = []
+    for r in analysis.slo_results:
+        n = _judged_n(analysis, r.workload, r.target.column)
+        note = ""
+        if r.target.statistic.startswith("p") and n is not None:
+            needed = needed_n(percentile_fraction(r.target.statistic))
+            if n < needed:
+                note = f"{r.target.statistic} of fewer than {needed:,} requests: read it as the max"
+        rows.append(
+            {
+                "key": r.label,
+                "observed": fmt.ms(r.observed_ms),
+                "threshold": fmt.ms(r.target.threshold_ms),
+                "n": fmt.count(n),
+                "status": "met" if r.met else ("missed" if r.met is False else "no data"),
+                "note": note,
+            }
+        )
+    return rows
+
+
+def _judged_n(analysis: RunAnalysis, workload: str | None, column: str) -> int | None:
+    """The ok requests the objective was computed over: the workload's, or the run's."""
+    summary = next(
+        (s for s in analysis.summaries if workload is not None and s.workload == workload),
+        analysis.total,
+    )
+    dist = summary.latency.get(column)
+    return dist.n if dist is not None else None
+
+
+def slo_source(analysis: RunAnalysis) -> str:
+    """Whose objectives these are and whether they gate the exit code: `--slo` does,
+    a workload file's own `slo:` block judges its workload and its goodput only."""
+    if not analysis.slo_results:
+        return ""
+    own = any(r.workload for r in analysis.slo_results)
+    gate = any(r.workload is None for r in analysis.slo_results)
+    if own and gate:
+        return ("Objectives named by a workload are its file's own `slo:` (they judge it and "
+                "its goodput); the others came from --slo and set the exit code.")
+    if own:
+        return ("These are the workload files' own objectives (their `slo:` blocks): they "
+                "judge each workload and its goodput, and do not set the exit code "
+                "(--slo does).")
+    return "These objectives came from --slo: a miss makes the exit code 1."
 
 
 def headline_figures(analysis: RunAnalysis) -> list[dict[str, str]]:
@@ -142,8 +182,8 @@ def headline_figures(analysis: RunAnalysis) -> list[dict[str, str]]:
         rows.append(
             {
                 "label": f"{label} p50 / p99",
-                "value": f"{fmt.ms(dist.percentiles['p50'])} / "
-                f"{fmt.ms(dist.percentiles['p99'])} ms",
+                "value": f"{percentile_text(dist, 'p50')} / "
+                f"{percentile_text(dist, 'p99')} ms (n = {fmt.count(dist.n)})",
             }
         )
     return rows

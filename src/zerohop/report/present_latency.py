@@ -11,9 +11,10 @@ from zerohop.analysis.quantiles import PERCENTILE_NAMES, Distribution
 from zerohop.analysis.reads import ReadDelivery
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import ALL_WORKLOADS
-from zerohop.core.metrics import CATALOGUE
+from zerohop.core.metrics import CATALOGUE, percentile_fraction
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart, joined
+from zerohop.report.telemetry_transforms import needed_n
 
 METRIC_TITLES: dict[str, str] = {m.name: m.title for m in CATALOGUE}
 ITL_EVERY_GAP = "ITL (every gap)"
@@ -51,10 +52,14 @@ def latency_table(analysis: RunAnalysis) -> dict[str, Any]:
             rows.append(_latency_row(s.workload, title, dist))
             if batched and delivery is not None:
                 rows.append(_latency_row(s.workload, ITL_BETWEEN_READS, delivery.between_reads))
+    needs = ", ".join(
+        f"{p} needs n ≥ {needed_n(percentile_fraction(p)):,}" for p in PERCENTILE_NAMES[1:]
+    )
     return {
         "columns": [*PERCENTILE_NAMES, "mean", "min", "max"],
         "rows": rows,
         "notes": same_read_notes(analysis.reads),
+        "needs": f"— : too few samples for that percentile ({needs}).",
     }
 
 
@@ -63,9 +68,17 @@ def _latency_row(workload: str, metric: str, dist: Distribution) -> dict[str, An
         "workload": workload,
         "metric": metric,
         "n": fmt.count(dist.n),
-        "cells": [fmt.ms(dist.percentiles[p]) for p in PERCENTILE_NAMES]
+        "cells": [percentile_text(dist, p) for p in PERCENTILE_NAMES]
         + [fmt.ms(dist.mean), fmt.ms(dist.min), fmt.ms(dist.max)],
     }
+
+
+def percentile_text(dist: Distribution, stat: str) -> str:
+    """A percentile as printed: a dash (titled with why) when the distribution holds
+    fewer samples than the percentile needs — a p99.9 of 6 requests is their max."""
+    if dist.n < needed_n(percentile_fraction(stat)):
+        return fmt.DASH
+    return fmt.ms(dist.percentiles[stat])
 
 
 def same_read_notes(reads: Sequence[ReadDelivery]) -> list[str]:

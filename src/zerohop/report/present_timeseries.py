@@ -14,6 +14,8 @@ from zerohop.core.metrics import CATALOGUE, window_column
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.legend import brief_names
+from zerohop.report.present_appendix import MODELLED_NOTE, appendix_section, is_modelled
+from zerohop.report.telemetry_transforms import natural_key
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,14 @@ LANE_GROUPS: tuple[LaneGroup, ...] = (
     ),
     LaneGroup("Preemptions", ("preemptions_per_s",), "per s"),
     LaneGroup("SM clock", ("gpu_sm_clock_mhz",), "MHz"),
+)
+# The lanes the time-series section draws on the page itself: the engine's own state.
+# The GPU's lanes join them when they are measured; the embedded target's modelled GPU,
+# and every series not grouped above, go to the telemetry appendix.
+SERVER_METRICS: frozenset[str] = frozenset(
+    {"queue_depth", "running_requests", "kv_cache_usage_frac", "server_ttft_p50_s",
+     "server_ttft_p99_s", "prompt_tokens_per_s", "generation_tokens_per_s",
+     "preemptions_per_s"}
 )
 FIDELITY_GROUP = LaneGroup("Load generator CPU", ("loadgen_cpu_pct",), "%")
 HIDDEN_METRICS: frozenset[str] = frozenset(
@@ -96,14 +106,24 @@ def timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, 
                 "ms", series,
             )
             section_charts.append(add_chart(charts, chart))
-    lanes_charts = []
-    for group in _lane_groups(data):
-        lane = lane_chart(group, data, x, x_range)
-        if lane is not None:
-            lanes_charts.append(add_chart(charts, lane))
+    embedded = _embedded_target(analysis)
+    lanes_charts: list[str] = []
+    modelled_charts: list[str] = []
+    drawn: set[str] = set()
+    for group in LANE_GROUPS:
+        lane = lane_chart(group, data, x, x_range, embedded)
+        if lane is None:
+            continue
+        on_page = set(group.metrics) <= SERVER_METRICS or MODELLED_NOTE not in lane.title
+        (lanes_charts if on_page else modelled_charts).append(add_chart(charts, lane))
+        drawn |= {k for k, m in data.lane_metrics.items() if m in group.metrics}
+    rest = [k for k, m in data.lane_metrics.items() if k not in drawn and m not in HIDDEN_METRICS]
+    appendix = appendix_section(data, rest, x, x_range, embedded, charts)
+    appendix["charts"] = modelled_charts + appendix["charts"]
     return {
         "charts": section_charts,
         "lanes": lanes_charts,
+        "appendix": appendix,
         "window": fmt.seconds(data.timeline.window_s),
         "gaps": [
             {
@@ -117,22 +137,22 @@ def timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, 
     }
 
 
-def _lane_groups(data: TimeSeriesData) -> list[LaneGroup]:
-    present = set(data.lane_metrics.values())
-    groups = [g for g in LANE_GROUPS if present & set(g.metrics)]
-    listed = {m for g in LANE_GROUPS for m in g.metrics}
-    for metric in sorted(present - listed - HIDDEN_METRICS):
-        groups.append(LaneGroup(metric, (metric,), ""))
-    return groups
+def _embedded_target(analysis: RunAnalysis) -> bool:
+    target = analysis.manifest.get("target") or {}
+    return isinstance(target, dict) and target.get("kind") == "embedded"
 
 
 def lane_chart(
-    group: LaneGroup, data: TimeSeriesData, x: np.ndarray, x_range: tuple[float, float]
+    group: LaneGroup,
+    data: TimeSeriesData,
+    x: np.ndarray,
+    x_range: tuple[float, float],
+    embedded_target: bool = False,
 ) -> Chart | None:
     """One chart of a lane group: brief legend names (`GPU 0`, `RX GPU 3`), each lane's
-    full key on hover."""
+    full key on hover; its title says when the embedded target modelled the series."""
     picked: list[tuple[str, str, np.ndarray]] = []
-    for key, metric in sorted(data.lane_metrics.items(), key=lambda kv: _lane_sort(kv[0])):
+    for key, metric in sorted(data.lane_metrics.items(), key=lambda kv: _lane_sort(data, kv[0])):
         if metric not in group.metrics or key not in data.lanes.columns:
             continue
         values = data.lanes[key].to_numpy() * group.scale
@@ -150,14 +170,18 @@ def lane_chart(
         for name, (_, _, values) in zip(names, picked, strict=True)
     ]
     title = f"{group.title} ({group.unit})" if group.unit else group.title
+    if any(is_modelled(m, data.lane_sources.get(k, ""), embedded_target) for k, m, _ in picked):
+        title += f" — {MODELLED_NOTE}"
     chart_id = "lane-" + "-".join(group.metrics[:1])
     return time_chart(chart_id, title, x, x_range, group.unit, series)
 
 
-def _lane_sort(key: str) -> tuple[str, int, str]:
-    metric, _, rest = key.partition("{gpu=")
-    number = rest.split("}", 1)[0]
-    return (metric, int(number) if number.isdigit() else -1, key)
+def _lane_sort(data: TimeSeriesData, key: str) -> tuple[tuple, ...]:
+    """Metric, then GPU index as a number (`GPU 2` before `GPU 10`), then the key in
+    natural order."""
+    labels = data.lane_labels.get(key, {})
+    return (natural_key(data.lane_metrics.get(key, "")), natural_key(labels.get("gpu", "")),
+            natural_key(key))
 
 
 def window_axis(data: TimeSeriesData) -> tuple[np.ndarray, tuple[float, float]]:
