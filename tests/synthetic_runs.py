@@ -85,6 +85,7 @@ class SyntheticRun:
     hostile: bool = False
     microbench: bool = True
     target_kind: str = "embedded"
+    raw_prometheus: bool = False  # the target's /metrics as scraped (vLLM-like families)
     sinks_only: bool = False  # write records/*.jsonl instead of requests.parquet
     slo: dict[str, float] = field(
         default_factory=lambda: {"ttft_p99_ms": 2000.0, "tpot_p99_ms": 50.0}
@@ -325,6 +326,8 @@ def telemetry_table(spec: SyntheticRun, driver_ts: np.ndarray, driver: np.ndarra
         lanes.append((server, metric, "{}", values))
     if spec.driver_metric not in server_lanes and spec.driver_metric not in GPU_METRICS:
         lanes.append((server, spec.driver_metric, "{}", driven))
+    if spec.raw_prometheus:
+        lanes += raw_prometheus_lanes(ts, rng)
     loadgen = "loadgen:synthetic:1"
     lanes.append((loadgen, "loadgen_cpu_pct", "{}", np.clip(35 + 5 * ar1(2.0), 0, 100)))
     lanes.append((loadgen, "loadgen_rss_bytes", "{}", 2e8 + 1e6 * np.arange(size) / size))
@@ -347,6 +350,48 @@ def telemetry_table(spec: SyntheticRun, driver_ts: np.ndarray, driver: np.ndarra
             "value": np.concatenate([row[3] for row in rows]),
         }
     )
+
+
+RAW_SOURCE = "prom-raw:127.0.0.1:8000"
+TTFT_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+                                   0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0,
+                                   640.0, 2560.0, float("inf"))
+
+
+def raw_prometheus_lanes(
+    ts: np.ndarray, rng: np.random.Generator
+) -> list[tuple[str, str, str, np.ndarray]]:
+    """What a vLLM-like /metrics gives, scraped raw: a TTFT histogram (cumulative
+    buckets, sum and count) of lognormal observations around 50 ms at 40 per second,
+    two counters, a 0–1 `_perc` gauge, a DCGM power gauge of the embedded target's
+    modelled GPU and an info series with a dozen label sets."""
+    model = {"model_name": "m"}
+    per_sample = rng.poisson(40.0 * np.diff(ts, prepend=ts[0]))
+    observations = [rng.lognormal(np.log(0.05), 0.5, k) for k in per_sample]
+    lanes = []
+    for le in TTFT_BUCKETS:
+        counts = np.cumsum([(o <= le).sum() for o in observations]).astype(float)
+        labels = json.dumps({**model, "le": "+Inf" if le == float("inf") else str(le)})
+        lanes.append((RAW_SOURCE, "vllm:time_to_first_token_seconds_bucket", labels, counts))
+    plain = json.dumps(model)
+    lanes.append((RAW_SOURCE, "vllm:time_to_first_token_seconds_count", plain,
+                  np.cumsum(per_sample).astype(float)))
+    lanes.append((RAW_SOURCE, "vllm:time_to_first_token_seconds_sum", plain,
+                  np.cumsum([o.sum() for o in observations])))
+    lanes.append((RAW_SOURCE, "vllm:prompt_tokens_total", plain,
+                  np.cumsum(per_sample * 300.0)))
+    lanes.append((RAW_SOURCE, "vllm:request_success_total",
+                  json.dumps({**model, "finished_reason": "length"}),
+                  np.cumsum(per_sample).astype(float)))
+    lanes.append((RAW_SOURCE, "vllm:kv_cache_usage_perc", plain,
+                  np.clip(0.3 + 0.05 * rng.standard_normal(ts.size), 0.0, 1.0)))
+    lanes.append((RAW_SOURCE, "DCGM_FI_DEV_POWER_USAGE", json.dumps({"gpu": "0"}),
+                  600.0 + 20.0 * rng.standard_normal(ts.size)))
+    for i in range(12):
+        labels = json.dumps({"max_lora": "4", "running_lora_adapters": f"lora-{i}",
+                             "waiting_lora_adapters": ""})
+        lanes.append((RAW_SOURCE, "vllm:lora_requests_info", labels, np.full(ts.size, T0)))
+    return lanes
 
 
 def manifest(spec: SyntheticRun) -> dict[str, Any]:

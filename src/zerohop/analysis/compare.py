@@ -29,6 +29,7 @@ import numpy as np
 from scipy import stats
 
 from zerohop.analysis.bootstrap import percentile_interval, quantile_draws
+from zerohop.analysis.comparability import comparability_warnings
 from zerohop.analysis.measured_window import measured_window
 from zerohop.analysis.policy import PolicySummary, final_attempts, summarise_policy
 from zerohop.analysis.quantiles import PERCENTILES, cdf_points
@@ -144,6 +145,7 @@ class Comparison:
     layer_budgets: list[LayerBudget]
     notes: list[str] = field(default_factory=list)
     logical: LogicalComparison | None = None  # None: a run without logical-request records
+    warnings: list[str] = field(default_factory=list)  # how the runs differ (duration, load…)
 
     @property
     def verdicts(self) -> dict[tuple[str, str], Verdict]:
@@ -185,6 +187,7 @@ def compare_runs(
         layer_budgets=budgets,
         notes=notes,
         logical=logical,
+        warnings=comparability_warnings(base, candidate),
     )
 
 

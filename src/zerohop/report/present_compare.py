@@ -258,6 +258,7 @@ def _comparison_block(index: int, comparison: Comparison, charts: list[Chart]) -
         f"({settings.relative_threshold * 100:g} % of baseline), {settings.n_boot} bootstrap "
         f"draws, {settings.confidence * 100:g} % intervals, seed {settings.seed}",
         "notes": comparison.notes,
+        "warnings": comparison.warnings,
         "logical": _logical_block(comparison.logical),
         "logical_line": logical_line(comparison) or "",
         "workloads": [
