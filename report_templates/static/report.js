@@ -8,7 +8,7 @@
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
     "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#ad494a"
   ];
-  var HEIGHT = 200;
+  var HEIGHT = 180;
 
   function readSpecs() {
     var holder = document.getElementById("zh-chart-data");

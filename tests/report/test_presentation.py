@@ -204,3 +204,16 @@ def test_worse_outranks_better_and_mixed(tmp_path: Path) -> None:
     c = comparison(error_rate("better", -5.0), "worse")
     c.workloads[0].metrics[0] = metric("ttft_ms", "mixed")
     assert headline_verdict(c)[0] == "worse"
+
+
+def test_a_comparison_warns_when_the_runs_differ_in_duration_and_load(
+        make_run: RunFactory) -> None:
+    from zerohop.analysis.compare import compare_runs
+
+    base = load_run(make_run(duration_s=120.0, name="long"))
+    short = load_run(make_run(duration_s=60.0, open_loop=False, name="short"))
+    warnings = compare_runs(base, short).warnings
+    assert any("lasted differently" in w and "120 s" in w and "60 s" in w for w in warnings)
+    assert any("different loads" in w and "mode open → closed" in w for w in warnings)
+    assert compare_runs(base, load_run(make_run(duration_s=120.0, noise_seed=5,
+                                                name="same"))).warnings == []

@@ -18,6 +18,7 @@ from zerohop.report.telemetry_transforms import needed_n
 
 METRIC_TITLES: dict[str, str] = {m.name: m.title for m in CATALOGUE}
 ITL_EVERY_GAP = "ITL (every gap)"
+MAIN_METRICS: frozenset[str] = frozenset({"ttft_ms", "tpot_ms", "e2e_ms"})  # shown unfolded
 ITL_BETWEEN_READS = "ITL between reads"
 
 
@@ -49,9 +50,10 @@ def latency_table(analysis: RunAnalysis) -> dict[str, Any]:
             delivery = reads.get(s.workload)
             batched = metric == "itl_ms" and delivery is not None and delivery.same_read_gaps
             title = ITL_EVERY_GAP if batched else METRIC_TITLES.get(metric, metric)
-            rows.append(_latency_row(s.workload, title, dist))
+            rows.append(_latency_row(s.workload, title, dist) | {"main": metric in MAIN_METRICS})
             if batched and delivery is not None:
-                rows.append(_latency_row(s.workload, ITL_BETWEEN_READS, delivery.between_reads))
+                between = _latency_row(s.workload, ITL_BETWEEN_READS, delivery.between_reads)
+                rows.append(between | {"main": False})
     needs = ", ".join(
         f"{p} needs n ≥ {needed_n(percentile_fraction(p)):,}" for p in PERCENTILE_NAMES[1:]
     )
