@@ -7,6 +7,7 @@ reader nothing until asked for."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -79,6 +80,8 @@ def gauge_unit(metric: str) -> tuple[str, float]:
         return "%", 1.0
     if metric.endswith("_per_s"):
         return "per s", 1.0
+    if "requests" in metric:
+        return "requests", 1.0
     return "value", 1.0
 
 
@@ -197,9 +200,11 @@ def _histogram_chart(name: str, members: list[RawLane], data: TimeSeriesData, x:
         groups[rest].append((float(le.replace("Inf", "inf")), m.key))
     series: list[Series] = []
     observations = 0.0
+    finest = math.inf
     several = len(groups) > 1
     for rest, buckets in sorted(groups.items(), key=lambda kv: label_sort_key(dict(kv[0]))):
         buckets.sort()
+        finest = min(finest, buckets[0][0])
         cumulative = np.vstack([data.lanes[key].to_numpy(dtype=float) for _, key in buckets])
         result = bucket_quantiles([b for b, _ in buckets], cumulative, QUANTILES)
         observations += float(np.nansum(result.n))
@@ -212,7 +217,8 @@ def _histogram_chart(name: str, members: list[RawLane], data: TimeSeriesData, x:
                                      f"{needed_n(q)} observations)"))
     if not series:
         return None
-    extra = f" — p50 / p99 per window from bucket deltas, n = {fmt.count(observations)}"
+    extra = (f" — p50 / p99 per window from bucket deltas, n = {fmt.count(observations)}; "
+             f"first bucket ≤ {fmt.number(finest * scale)} {unit}")
     return _time_chart(name, _title(name, unit, modelled, extra), x, x_range, unit, series)
 
 
