@@ -42,6 +42,7 @@ from zerohop.storage.selfcheck_files import (
     read_client_timings,
     read_ground_truth,
 )
+from zerohop.storage.summary_file import write_summary
 from zerohop.workloads.kinds import KIND_CLASS_NAMES
 
 DEFAULT_DURATION_S = 20.0
@@ -119,6 +120,7 @@ def run_selfcheck(plan: RunPlan, bounds: Bounds | None = None, *,
     machine = machine_facts(placement, load_avg)
     document = certify(plan, bounds or Bounds(), run_dir, truth_path, machine)
     attach_certificate(run_dir, document)
+    write_summary(run_dir)
     return SelfcheckResult(run_dir, document)
 
 
