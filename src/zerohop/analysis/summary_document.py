@@ -31,13 +31,10 @@ from zerohop.analysis.run_summary import summarise_run
 from zerohop.analysis.slo import SloResult
 from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
 from zerohop.analysis.timeseries import telemetry_lanes
-from zerohop.core.metrics import SUMMARISED
+from zerohop.core.metrics import RUN_RATES, SUMMARISED
 
 SUMMARY_SCHEMA = "zerohop.summary"
 SUMMARY_SCHEMA_VERSION = 1
-RATE_FIELDS: tuple[str, ...] = (
-    "req_per_s", "input_tokens_per_s", "output_tokens_per_s", "goodput_rps",
-)
 DISTRIBUTION_FIELDS: tuple[str, ...] = ("n", "mean", "min", "max", *PERCENTILE_NAMES)
 # the parts of the document whose keys are data (a metric's or an outcome's name), as
 # docs/summary-json.md writes them: `workloads[].metrics.<metric>`
@@ -183,7 +180,7 @@ def _workload_section(run: RunData, summary: WorkloadSummary, results: Sequence[
         "errors": summary.errors,
         "error_pct": summary.error_pct,
         "outcomes": {o.outcome: o.count for o in outcome_counts(requests[mask])},
-        "rates": {name: getattr(summary, name) for name in RATE_FIELDS},
+        "rates": {name: getattr(summary, name) for name in RUN_RATES},
         "good": summary.good,
         "good_fraction": summary.good_fraction,
         "metrics": {name: _distribution(figures[name]) for name in SUMMARISED

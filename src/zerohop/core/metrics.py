@@ -214,6 +214,10 @@ SCHEDULE_LATENCIES: tuple[str, ...] = _names(group="from_schedule")
 """Latencies from the scheduled time: shown where the run was open loop."""
 SLO_METRICS: tuple[str, ...] = _names(role="slo")
 LAYER_METRICS: tuple[str, ...] = _names(role="layer")
+RUN_RATES: tuple[str, ...] = tuple(
+    m.name for m in CATALOGUE if m.group == "rate" and m.unit.endswith("/s")
+)
+"""The run rates over the measured window (req/s, tokens/s, goodput)."""
 SUMMARISED: tuple[str, ...] = _names(role="summarised")
 """The per-request figures whose distribution summary.json gives per workload."""
 NIGHTLY_GATES: tuple[str, ...] = _names(role="gated")

@@ -77,9 +77,11 @@ def selfcheck_plan(intended: RunPlan, *, duration_s: float = DEFAULT_DURATION_S,
                    name: str = "selfcheck") -> RunPlan:
     """The run a self-check makes of an intended one: the same workloads, load and
     processes, against the embedded target, with the load generator's own CPU sampled
-    and nothing else (no SLOs, no report, no microbenchmarks)."""
+    and nothing else (no SLOs, no report, no microbenchmarks); its duration, not the
+    run's --requests, ends it."""
     return replace(intended, host=None, telemetry="loadgen", slo={}, name=name,
-                   duration_s=duration_s, model="", report=False, microbench="off")
+                   duration_s=duration_s, model="", report=False, microbench="off",
+                   requests=None)
 
 
 def warmup_for(duration_s: float) -> float:
