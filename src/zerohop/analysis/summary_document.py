@@ -179,7 +179,7 @@ def _workload_section(run: RunData, summary: WorkloadSummary, results: Sequence[
         "ok": summary.ok,
         "errors": summary.errors,
         "error_pct": summary.error_pct,
-        "outcomes": {o.outcome: o.count for o in outcome_counts(requests[mask])},
+        "outcomes": {o.outcome: o.count for o in outcome_counts(requests.loc[mask, ["outcome"]])},
         "rates": {name: getattr(summary, name) for name in RUN_RATES},
         "good": summary.good,
         "good_fraction": summary.good_fraction,
