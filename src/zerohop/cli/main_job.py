@@ -46,8 +46,8 @@ REQUESTS_TIME_CAP = "24h"  # --requests without --duration: the count ends the r
 @click.option("--rate", type=float, default=None,
               help="Total open-loop arrival rate, req/s (Poisson) instead of the files' load.")
 @click.option("--max-concurrency", type=int, default=None,
-              help="At most N open-loop requests in flight: an arrival that finds N waits "
-                   "for a slot instead of being sent (its wait is recorded as "
+              help="At most N open-loop requests (or sessions) in flight: an arrival that "
+                   "finds N waits for a slot before it is sent (its wait is recorded as "
                    "queue_wait_ms; the latencies from schedule include it).")
 @click.option("--requests", type=int, default=None,
               help="Stop after N requests in all (as `vllm bench serve --num-prompts`); "
@@ -123,7 +123,7 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
     try:
         duration = parse_duration(kw["duration"] or (
-            REQUESTS_TIME_CAP if kw["requests"] is not None else DEFAULT_DURATION))
+            REQUESTS_TIME_CAP if kw.get("requests") is not None else DEFAULT_DURATION))
         slo = parse_slo(kw["slo"])
         workloads = list(kw["workloads"])
         specs = load_workloads([str(p) for p in workloads])
@@ -161,16 +161,17 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         slo=slo, name=kw["name"], workers=kw["workers"], results_dir=kw["results_dir"],
         seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
         report=not kw["no_report"], microbench=kw["microbench"], tokenizer=kw["tokenizer"],
-        requests=kw["requests"], max_concurrency=kw["max_concurrency"],
+        requests=kw.get("requests"), max_concurrency=kw.get("max_concurrency"),
     )
 
 
 def _check_limits(kw: dict[str, Any]) -> None:
     """--requests and --max-concurrency: positive, and a cap only where arrivals are on
     the clock (with --users the users are the concurrency)."""
-    if kw["requests"] is not None and kw["requests"] <= 0:
+    requests = kw.get("requests")
+    if requests is not None and requests <= 0:
         raise ValueError("--requests must be > 0")
-    cap = kw["max_concurrency"]
+    cap = kw.get("max_concurrency")
     if cap is None:
         return
     if cap <= 0:
