@@ -77,3 +77,20 @@ def test_requests_in_a_closed_loop(tmp_path: Path) -> None:
     span = records["end_ts"].max() - records["sent_ts"].min()
     assert summary["total"]["rates"]["req_per_s"] == pytest.approx(25 / span)
     assert summary["run"]["status"] == "completed"
+
+
+def test_requests_beyond_a_finite_schedule_end_with_it(tmp_path: Path) -> None:
+    """A trace shorter than --requests: the run ends when its schedule has, not at the
+    duration cap (a day, with --requests alone)."""
+    shipped = Path(__file__).resolve().parents[2] / "workloads" / "trace_replay_azure_conv.yaml"
+    text = shipped.read_text().replace("duration_s: 60", "duration_s: 2", 1)
+    assert "duration_s: 2" in text
+    wl = tmp_path / "short_trace.yaml"
+    wl.write_text(text)
+    res = zerohop("run", "--workload", str(wl), "--requests", "100000", "--telemetry", "none",
+                  "--no-report", "--results-dir", str(tmp_path / "r"), timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    run = only_run(tmp_path / "r")
+    records = pd.read_parquet(run / "requests.parquet")
+    assert 0 < len(records) < 100000
+    assert json.loads((run / "manifest.json").read_text())["status"] == "completed"

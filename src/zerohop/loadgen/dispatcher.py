@@ -21,12 +21,17 @@ from typing import Any
 import gevent
 from gevent.pool import Group
 
-from zerohop.loadgen.run_limits import ConcurrencyCap, concurrency_cap, request_budget
+from zerohop.loadgen.run_limits import (
+    DISPATCHERS_KEY,
+    ConcurrencyCap,
+    concurrency_cap,
+    request_budget,
+)
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.workload_binding import binding_for
 
 log = logging.getLogger("zerohop")
-_KEY = "dispatchers"
+_KEY = DISPATCHERS_KEY
 
 
 def start_open_loop_dispatchers(environment: Any) -> None:

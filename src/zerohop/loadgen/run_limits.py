@@ -8,8 +8,10 @@ request. A request is one logical request (its retries included): a closed-loop 
 an open-loop arrival, a conversation's turn.
 
 When this process has sent its share of `--requests` and every one has ended, it is
-done: a local runner stops the run itself (as Locust's `--run-time` does); a worker
-tells the master, which stops the run when every worker has.
+done — and so is one whose every workload is open loop and whose schedules ran out
+first (a trace shorter than N): a local runner stops the run itself (as Locust's
+`--run-time` does); a worker tells the master, which stops the run when every worker
+has.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from zerohop.loadgen.runtime import runtime_of
 
 log = logging.getLogger("zerohop")
 MSG_BUDGET_SPENT = "zerohop:budget_spent"
+DISPATCHERS_KEY = "dispatchers"  # this process's open-loop dispatchers, by user class
 WATCH_INTERVAL_S = 0.05
 _BUDGET, _CAP, _WATCH, _SPENT = "request_budget", "concurrency_cap", "budget_watch", "spent"
 
@@ -157,7 +160,7 @@ def register_master(environment: Any) -> None:
 def _watch(environment: Any) -> None:
     rt = runtime_of(environment)
     budget = request_budget(environment)
-    while not budget.done:
+    while not (budget.done or _schedules_ran_out(environment)):
         gevent.sleep(WATCH_INTERVAL_S)
     log.info("zerohop: %d requests sent and ended: the run is done", budget.taken)
     if rt.role == "worker":
@@ -166,6 +169,17 @@ def _watch(environment: Any) -> None:
             rt.send(MSG_BUDGET_SPENT, {"requests": budget.taken})
         return
     _end_run(environment)
+
+
+def _schedules_ran_out(environment: Any) -> bool:
+    """Every workload here is open loop, and every dispatcher has sent its whole
+    schedule and seen its requests end: nothing more will be sent."""
+    rt = runtime_of(environment)
+    dispatchers = rt.extras.get(DISPATCHERS_KEY) or {}
+    bindings = rt.extras.get("bindings") or {}
+    if not dispatchers or not all(b.open_loop for b in bindings.values()):
+        return False
+    return all(greenlet.dead for greenlet in dispatchers.values())
 
 
 def _end_run(environment: Any) -> None:
