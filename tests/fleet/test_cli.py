@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from zerohop.cli.simulate import simulate_command
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
+from zerohop.storage.summary_file import read_summary
 
 pytestmark = pytest.mark.unit
 
@@ -57,6 +58,9 @@ def test_a_simulated_run_makes_a_report(tmp_path: Path) -> None:
     [run_dir] = (tmp_path / "r").iterdir()
     html = (run_dir / "report.html").read_text()
     assert "layer_cpu_pct" in html and "kv_cache_usage" in html.lower()
+    summary = read_summary(run_dir)  # its figures: tests/storage/test_summary_file.py
+    assert summary["run"]["simulated"] and summary["run"]["target"]["kind"] == "simulated"
+    assert summary["total"]["requests"] > 0 and summary["window"]["duration_s"] == 10.0
 
 
 def test_a_simulated_sweep_is_one_capacity_plans_from(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,6 +40,10 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *wor
     (["--telemetry", "gpu-magic"], ["gpu-magic"]),
     (["--workload", "does/not/exist.yaml"], ["exist.yaml"]),
     (["--workers", "-1"], ["--workers"]),
+    (["--requests", "0"], ["--requests"]),
+    (["--rate", "5", "--max-concurrency", "0"], ["--max-concurrency"]),
+    (["--users", "2", "--max-concurrency", "2"], ["--max-concurrency", "--users"]),
+    (["--rate", "5", "--max-concurrency", "1", "--workers", "2"], ["--max-concurrency"]),
     (["--tokenizer", "no/such/tokenizer.json"], ["--tokenizer", "does not exist"]),
     (["--tokenizer", "."], ["--tokenizer", "without tokenizer.json"]),
 ])
@@ -81,6 +86,13 @@ def test_short_run_writes_results_report_and_judges_slo(tmp_path: Path) -> None:
     assert manifest["status"] == "completed"
     assert manifest["slo_verdict"]["failed"] is True
     assert "MISSED" in res.stdout and "report:" in res.stdout
+    # summary.json: the same run, for scripts (its figures: tests/storage/test_summary_file.py)
+    summary = json.loads((run / "summary.json").read_text(),
+                         parse_constant=lambda c: pytest.fail(f"{c} in summary.json"))
+    assert summary["run"]["status"] == "completed" and summary["slo"]["gate"] == "missed"
+    assert {w["workload"] for w in summary["workloads"]} == {
+        "short_query_flood", "lora_mix"}
+    assert summary["total"]["requests"] == len(pd.read_parquet(run / "requests.parquet"))
 
 
 @pytest.mark.integration

@@ -139,6 +139,8 @@ def test_selfcheck_certifies_and_a_hogged_client_fails(tmp_path: Path,
     assert screen.startswith(f"zerohop selfcheck: {quiet['verdict']['result']}")
     assert res.returncode == (0 if quiet["verdict"]["result"] == "PASS" else 1)
     assert_consistent(quiet, run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())  # as every results folder
+    assert summary["total"]["requests"] == len(pd.read_parquet(run_dir / "requests.parquet"))
 
     # the negative control: the client's hub held 30 ms in every 100 (a token gap is ~7 ms)
     monkeypatch.setenv("ZEROHOP_HOG_HOLD_MS", "30")

@@ -12,8 +12,12 @@ was offered", so they share one window (docs/design.md, "The measured window"):
   (`zerohop simulate`) that ran k of its N replicas or kept a sample of its records,
   as its manifest's `simulation` section says, so its rates are the whole fleet's.
 
-The span of the records (first send → last end) is only a fallback, for a manifest
-that lacks the duration: divided by it, a short or sparse run, whose sends cover less
+A run bounded by a request count (`zerohop run --requests N`, the manifest's
+`load.requests`) ends when its requests have: its duration is only a cap, and its window
+is its records' span (first arrival → last end), the time it really measured.
+
+Otherwise the span of the records (first send → last end) is only a fallback, for a
+manifest that lacks the duration: divided by it, a short or sparse run, whose sends cover less
 than the load's duration, overstates what the target carried.
 """
 
@@ -94,7 +98,9 @@ def _window_of(requests: pd.DataFrame, manifest: Mapping[str, Any]) -> MeasuredW
     arrivals = arrivals[np.isfinite(arrivals)]
     ends = requests["end_ts"].to_numpy(dtype=float)
     ends = ends[np.isfinite(ends)]
-    load_s = load_duration_s(manifest)
+    # a run bounded by a request count (`--requests`) ends when they have: its duration
+    # is only a cap, and the time it measured is its records' span
+    load_s = None if _request_bounded(manifest) else load_duration_s(manifest)
     if arrivals.size and load_s is not None:
         return MeasuredWindow(float(arrivals.min()), load_s, "manifest")
     if arrivals.size and ends.size and ends.max() > arrivals.min():
@@ -121,6 +127,11 @@ def load_duration_s(manifest: Mapping[str, Any]) -> float | None:
     if isinstance(config, Mapping):
         return _positive(config.get("run_time"))
     return None
+
+
+def _request_bounded(manifest: Mapping[str, Any]) -> bool:
+    load = manifest.get("load")
+    return isinstance(load, Mapping) and _positive(load.get("requests")) is not None
 
 
 def _arrival_ts(requests: pd.DataFrame) -> np.ndarray:

@@ -49,6 +49,8 @@ FLOAT_COLUMNS: tuple[str, ...] = (
     "cached_tokens",
     "ttfo_ms",
     "reasoning_tokens",
+    # an open loop under --max-concurrency: the wait for a slot
+    "queue_wait_ms",
 )
 TEXT_COLUMNS: tuple[str, ...] = ("error_type", "error_message", "session_id", "server_timing")
 CATEGORY_COLUMNS: tuple[str, ...] = (

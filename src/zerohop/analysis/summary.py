@@ -11,7 +11,7 @@ every workload; goodput is the requests meeting every SLO among them, and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,10 @@ from zerohop.analysis.quantiles import Distribution, describe
 from zerohop.analysis.run_data import ItlColumn, category_codes
 from zerohop.analysis.timeseries import request_start_ts
 from zerohop.core.metrics import REQUEST_LATENCIES, SCHEDULE_LATENCIES
+
+PER_USER_OUTPUT_RATE = "output_tokens_per_s_per_user"
+TTFO = "ttfo_ms"
+QUEUE_WAIT = "queue_wait_ms"
 
 ALL_WORKLOADS = "all"
 LATENCY_COLUMNS: tuple[str, ...] = REQUEST_LATENCIES
@@ -43,6 +47,9 @@ class WorkloadSummary:
     good: int
     goodput_rps: float
     good_fraction: float
+    # per-request figures beyond the latency table: the per-user output rate (always),
+    # TTFO and the --max-concurrency queue wait (where any request has one)
+    figures: dict[str, Distribution] = field(default_factory=dict)
 
 
 def summarise_workloads(
@@ -117,6 +124,7 @@ def summarise(
         if column in latency
     }
     n_good = int((good & mask).sum())
+    figures = _figures(requests, ok, mask)
     n_good_carried = int((good & carried).sum())
     return WorkloadSummary(
         workload=name,
@@ -132,7 +140,23 @@ def summarise(
         good=n_good,
         goodput_rps=window.rate(n_good_carried),
         good_fraction=_ratio(n_good, n_requests),
+        figures=figures,
     )
+
+
+def _figures(requests: pd.DataFrame, ok: np.ndarray, mask: np.ndarray) -> dict[str, Distribution]:
+    """The per-user output rate (1000 ÷ TPOT of each ok request: what one user reads
+    at once the first token came), TTFO of ok requests, and the queue wait of every
+    request that waited for a --max-concurrency slot (a failed one waited too)."""
+    tpot = requests["tpot_ms"].to_numpy(dtype=float)[ok]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_user = np.where(tpot > 0, 1000.0 / tpot, np.nan)
+    figures = {PER_USER_OUTPUT_RATE: describe(per_user)}
+    for column, rows in ((TTFO, ok), (QUEUE_WAIT, mask)):
+        values = requests[column].to_numpy(dtype=float)[rows]
+        if np.isfinite(values).any():
+            figures[column] = describe(values)
+    return figures
 
 
 def _workload_order(requests: pd.DataFrame) -> list[str]:

@@ -27,6 +27,9 @@ from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duratio
 from zerohop.runner.run_once import run_once
 from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
 
+DEFAULT_DURATION = "30s"
+REQUESTS_TIME_CAP = "24h"  # --requests without --duration: the count ends the run
+
 
 @click.command("run")
 @click.option("--host", default=None, help="Target base URL (default: start the embedded target).")
@@ -42,7 +45,16 @@ from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
                    "file's `users`.")
 @click.option("--rate", type=float, default=None,
               help="Total open-loop arrival rate, req/s (Poisson) instead of the files' load.")
-@click.option("--duration", default="30s", show_default=True, help="Run time: 30s, 2m, 1h.")
+@click.option("--max-concurrency", type=int, default=None,
+              help="At most N open-loop requests (or sessions) in flight: an arrival that "
+                   "finds N waits for a slot before it is sent (its wait is recorded as "
+                   "queue_wait_ms; the latencies from schedule include it).")
+@click.option("--requests", type=int, default=None,
+              help="Stop after N requests in all (as `vllm bench serve --num-prompts`); "
+                   "the rates divide by the time the run really measured.")
+@click.option("--duration", default=None,
+              help="Run time: 30s, 2m, 1h. [default: 30s; with --requests, a cap of "
+                   f"{REQUESTS_TIME_CAP}]")
 @click.option("--telemetry", default="prom,loadgen", show_default=True,
               help="Sources: nvml, prom (the target's /metrics), prom=URL, loadgen; or none.")
 @click.option("--slo", default="", help="e.g. ttft_p99_ms=500,tpot_p99_ms=50 (exit 1 if missed).")
@@ -110,7 +122,8 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     except ShippedFilesError as exc:
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
     try:
-        duration = parse_duration(kw["duration"])
+        duration = parse_duration(kw["duration"] or (
+            REQUESTS_TIME_CAP if kw.get("requests") is not None else DEFAULT_DURATION))
         slo = parse_slo(kw["slo"])
         workloads = list(kw["workloads"])
         specs = load_workloads([str(p) for p in workloads])
@@ -127,6 +140,7 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
             raise ValueError("--users and --rate are exclusive (closed or open loop)")
         if kw["workers"] < 0:
             raise ValueError("--workers must be >= 0")
+        _check_limits(kw)
         if duration <= 0:
             raise ValueError("--duration must be > 0")
         if kw["host"] and not re.match(r"^https?://[^/\s]+", kw["host"]):
@@ -147,7 +161,26 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         slo=slo, name=kw["name"], workers=kw["workers"], results_dir=kw["results_dir"],
         seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
         report=not kw["no_report"], microbench=kw["microbench"], tokenizer=kw["tokenizer"],
+        requests=kw.get("requests"), max_concurrency=kw.get("max_concurrency"),
     )
+
+
+def _check_limits(kw: dict[str, Any]) -> None:
+    """--requests and --max-concurrency: positive, and a cap only where arrivals are on
+    the clock (with --users the users are the concurrency)."""
+    requests = kw.get("requests")
+    if requests is not None and requests <= 0:
+        raise ValueError("--requests must be > 0")
+    cap = kw.get("max_concurrency")
+    if cap is None:
+        return
+    if cap <= 0:
+        raise ValueError("--max-concurrency must be > 0")
+    if kw["users"] is not None:
+        raise ValueError("--max-concurrency caps open-loop arrivals; with --users the users "
+                         "are the concurrency")
+    if cap < kw["workers"]:
+        raise ValueError("--max-concurrency must be >= --workers (each worker needs a slot)")
 
 
 def _preflight(plan: RunPlan, kw: dict[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT
 def simulate_command(**kw: Any) -> None:
     """Run a workload on N modelled replicas on a virtual clock: no sockets, no sleeping."""
     from zerohop.fleet.run import run_simulation
+    from zerohop.storage.summary_file import write_summary
 
     try:
         plan = _plan(kw)
@@ -61,6 +62,7 @@ def simulate_command(**kw: Any) -> None:
         _sweep(plan, kw["sweep"])
         return
     result = run_simulation(plan)
+    write_summary(result.run_dir)
     summary = result.summary
     counts = ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items())
     click.echo(f"zerohop: simulated {summary['simulated_s']:g} s of {summary['arrivals']} "

@@ -11,6 +11,7 @@ from zerohop.fleet.run import SimulationPlan, run_simulation
 from zerohop.planning.sweep import SweepPlan, SweepResult, run_sweep
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import RunResult
+from zerohop.storage.summary_file import write_summary
 from zerohop.workloads.load_spec import OpenLoad
 from zerohop.workloads.yaml_io import load_workload_file
 
@@ -52,6 +53,8 @@ def simulated_sweep(base: SimulationPlan, rates: list[float], target: str) -> Sw
         rate = point.rate if point.rate is not None else file_rate
         plan = dataclasses.replace(base, rate_scale=rate / file_rate,
                                    results_dir=point.results_dir, name=point.name)
-        return RunResult(run_simulation(plan).run_dir, 0, None)
+        run_dir = run_simulation(plan).run_dir
+        write_summary(run_dir)
+        return RunResult(run_dir, 0, None)
 
     return run_sweep(SweepPlan(base=run_plan, mode="rate", loads=rates), runner=simulate_point)

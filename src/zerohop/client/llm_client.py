@@ -54,6 +54,9 @@ class RequestSpec:
     adapter: str | None = None
     target_input_tokens: int | None = None
     scheduled_perf_ns: int | None = None
+    # an open loop under --max-concurrency: how long the arrival waited for a slot
+    # (its schedule lag counts from the slot, its latencies from schedule from the plan)
+    queue_wait_ns: int | None = None
     logical_request_id: str | None = None
     attempt: int = 1
     prompt_token_source: str | None = None  # which method sized the prompt
@@ -140,6 +143,8 @@ class LLMClient:
             agent_step=spec.agent_step,
             arm=spec.arm,
         )
+        if spec.queue_wait_ns is not None:
+            record.queue_wait_ms = spec.queue_wait_ns / 1e6
         if spec.answer is not None:
             spec.answer.clear()
         if spec.tool_calls is not None:
@@ -153,7 +158,8 @@ class LLMClient:
             lambda: StreamDecode(self.adapter, answer=spec.answer, collect_calls=collect_calls))
         build_record(
             record, exchange, self.adapter, self.anchor,
-            scheduled_perf_ns=spec.scheduled_perf_ns, pause=self._pause, answer=spec.answer,
+            scheduled_perf_ns=spec.scheduled_perf_ns, queue_wait_ns=spec.queue_wait_ns,
+            pause=self._pause, answer=spec.answer,
             tool_calls=spec.tool_calls, scan=scan,
         )
         if spec.agent_step is not None and spec.agent_max_steps is not None:
@@ -215,8 +221,11 @@ def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: Clock
     if sent_perf_ns is not None:
         record.sent_ts = anchor.wall_s(sent_perf_ns)
     record.end_ts = anchor.wall_s(time.perf_counter_ns())
+    if spec.queue_wait_ns is not None:
+        record.queue_wait_ms = spec.queue_wait_ns / 1e6
     if spec.scheduled_perf_ns is not None:
         record.scheduled_ts = anchor.wall_s(spec.scheduled_perf_ns)
         if sent_perf_ns is not None:
-            record.schedule_lag_ms = (sent_perf_ns - spec.scheduled_perf_ns) / 1e6
+            record.schedule_lag_ms = (
+                sent_perf_ns - spec.scheduled_perf_ns - (spec.queue_wait_ns or 0)) / 1e6
     return record

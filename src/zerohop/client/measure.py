@@ -129,6 +129,7 @@ def build_record(
     anchor: ClockAnchor,
     *,
     scheduled_perf_ns: int | None = None,
+    queue_wait_ns: int | None = None,
     pause: Callable[[], None] | None = None,
     answer: list[str] | None = None,
     tool_calls: list[StreamedToolCall] | None = None,
@@ -143,7 +144,9 @@ def build_record(
     call the response made (its id, name and argument text as streamed), for a client
     that sends them back as history; neither changes the record. `scan` is the
     exchange's own decoding, already fed the reads up to the first content (the hot
-    path's detector); without one the whole stream is decoded here."""
+    path's detector); without one the whole stream is decoded here. `queue_wait_ns`:
+    how long the arrival waited for a --max-concurrency slot after `scheduled_perf_ns`
+    (the schedule lag counts from the slot; the latencies from schedule include it)."""
     ex = exchange
     record.sent_ts = anchor.wall_s(ex.sent_ns)
     record.end_ts = anchor.wall_s(ex.end_ns)
@@ -151,7 +154,8 @@ def build_record(
     record.server_timing = rec.truncate_message(ex.headers.get("server-timing"))
     if scheduled_perf_ns is not None:
         record.scheduled_ts = anchor.wall_s(scheduled_perf_ns)
-        record.schedule_lag_ms = (ex.sent_ns - scheduled_perf_ns) / NS_PER_MS
+        record.schedule_lag_ms = (ex.sent_ns - scheduled_perf_ns - (queue_wait_ns or 0)
+                                  ) / NS_PER_MS
 
     if ex.end == END_CONNECT_ERROR:
         record.outcome, record.error_message = rec.CONNECT_ERROR, rec.truncate_message(ex.error)

@@ -126,7 +126,7 @@ class PolicyExecutor:
                 raise
             current = dataclasses.replace(
                 decision.spec, logical_request_id=logical_request_id,
-                attempt=len(records) + 1, scheduled_perf_ns=None,
+                attempt=len(records) + 1, scheduled_perf_ns=None, queue_wait_ns=None,
             )
             reason, waited_s = decision.reason, decision.wait_s
 

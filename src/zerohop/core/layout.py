@@ -9,6 +9,7 @@
         microbench.json      the GPU microbenchmarks, when a CUDA device was there
         locust.log           Locust's own log (the cause of a refused run is read here)
         report.html          the report
+        summary.json         the run's figures for scripts (docs/summary-json.md)
         selfcheck.json       the client's certificate (`zerohop selfcheck`, `run --selfcheck`)
         ground_truth.jsonl   a self-check's record of what the embedded target sent
 """
@@ -24,5 +25,6 @@ TELEMETRY_FILE = "telemetry.parquet"
 MICROBENCH_FILE = "microbench.json"
 LOCUST_LOG = "locust.log"
 REPORT_FILE = "report.html"
+SUMMARY_FILE = "summary.json"
 SELFCHECK_FILE = "selfcheck.json"
 GROUND_TRUTH_FILE = "ground_truth.jsonl"

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Better = Literal["lower", "higher", "neither"]
-Group = Literal["latency", "from_schedule", "client", "logical", "tokens", "answer", "rate"]
+Group = Literal[
+    "latency", "from_schedule", "client", "logical", "tokens", "answer", "rate", "per_user"
+]
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Metric:
     window_stats: tuple[str, ...] = ()  # percentiles drawn per time window
     layer: bool = False  # the layer budget reports what a layer adds to it
     gated: bool = False  # the nightly gates judge it unless the profile says otherwise
+    summarised: bool = False  # summary.json gives its distribution per workload
     term: str = ""  # the glossary's term when it is not `name`
 
     @property
@@ -55,41 +58,50 @@ CATALOGUE: tuple[Metric, ...] = (
         "Time to first token: actual send → first event that carries generated content "
         "(OpenAI: first non-empty delta.content/reasoning_content/text; Anthropic: first "
         "content_block_delta). Role-only chunks, message_start and ping do not count.",
-        slo=True, window_stats=("p50", "p90", "p99"), layer=True, gated=True,
+        slo=True, window_stats=("p50", "p90", "p99"), layer=True, gated=True, summarised=True,
     ),
     Metric(
         "tpot_ms", "TPOT", "ms", "lower", "latency",
         "Time per output token: (e2e − ttft) ÷ (output_tokens − 1), only where "
         "output_tokens ≥ 2.",
-        slo=True, window_stats=("p50", "p99"), gated=True,
+        slo=True, window_stats=("p50", "p99"), gated=True, summarised=True,
     ),
     Metric(
         "itl_ms", "ITL", "ms", "lower", "latency",
         "Inter-token latency: gaps between consecutive content events, pooled across all "
         "ok requests for percentiles; tokens_per_event shows multi-token chunks. "
         "Comparison intervals for ITL treat gaps as independent, so they are optimistic.",
-        slo=True,
+        slo=True, summarised=True,
     ),
     Metric(
         "e2e_ms", "E2E", "ms", "lower", "latency",
         "End to end: actual send → stream terminator ([DONE] / message_stop).",
         slo=True, window_stats=("p50", "p99"), layer=True, gated=True,
+        summarised=True,
     ),
     # --- measured from the schedule (open loop) ----------------------------------------
     Metric(
         "ttft_from_schedule_ms", "TTFT from schedule", "ms", "lower", "from_schedule",
         "TTFT measured from the scheduled time: the coordinated-omission-aware figure.",
-        slo=True,
+        slo=True, summarised=True,
     ),
     Metric(
         "e2e_from_schedule_ms", "E2E from schedule", "ms", "lower", "from_schedule",
         "E2E measured from the scheduled time (coordinated-omission aware).",
-        slo=True,
+        slo=True, summarised=True,
     ),
     # --- the client's own timing --------------------------------------------------------
     Metric(
         "schedule_lag_ms", "schedule lag", "ms", "lower", "client",
-        "sent − scheduled, for open-loop runs: how late the client sent.",
+        "sent − (scheduled + queue wait), for open-loop runs: how late the client sent "
+        "once it could.",
+    ),
+    Metric(
+        "queue_wait_ms", "queue wait", "ms", "lower", "client",
+        "With --max-concurrency: how long an arrival that found every slot taken (or "
+        "others already waiting) waited for one, from its scheduled time; 0 for one that "
+        "found a slot free. Part of the latencies from schedule, not of TTFT or E2E.",
+        summarised=True,
     ),
     # --- logical requests (client policies) ---------------------------------------------
     Metric(
@@ -128,7 +140,7 @@ CATALOGUE: tuple[Metric, ...] = (
         "reasoning_content/reasoning; Anthropic: text_delta or input_json_delta, not "
         "thinking_delta). Equal to TTFT when nothing was reasoned first; none when only "
         "reasoning came.",
-        slo=True,
+        slo=True, summarised=True,
     ),
     Metric(
         "reasoning_tokens", "reasoning tokens", "tokens", "neither", "answer",
@@ -140,6 +152,15 @@ CATALOGUE: tuple[Metric, ...] = (
         "tool_calls", "tool calls", "calls", "neither", "answer",
         "Distinct tool calls the response asked for: OpenAI tool_calls entries by index, "
         "Anthropic tool_use content blocks.",
+    ),
+    # --- what one user sees -------------------------------------------------------------
+    Metric(
+        "output_tokens_per_s_per_user", "output tokens/s per user", "tokens/s", "higher",
+        "per_user",
+        "The decode rate one user sees after the first token: (output_tokens − 1) ÷ "
+        "(e2e − ttft) = 1000 ÷ TPOT, per ok request with at least 2 output tokens "
+        "(AIPerf's output token throughput per user).",
+        summarised=True,
     ),
     # --- run rates (per workload, over its measured window) -----------------------------
     Metric(
@@ -193,6 +214,12 @@ SCHEDULE_LATENCIES: tuple[str, ...] = _names(group="from_schedule")
 """Latencies from the scheduled time: shown where the run was open loop."""
 SLO_METRICS: tuple[str, ...] = _names(role="slo")
 LAYER_METRICS: tuple[str, ...] = _names(role="layer")
+RUN_RATES: tuple[str, ...] = tuple(
+    m.name for m in CATALOGUE if m.group == "rate" and m.unit.endswith("/s")
+)
+"""The run rates over the measured window (req/s, tokens/s, goodput)."""
+SUMMARISED: tuple[str, ...] = _names(role="summarised")
+"""The per-request figures whose distribution summary.json gives per workload."""
 NIGHTLY_GATES: tuple[str, ...] = _names(role="gated")
 WINDOW_PERCENTILES: tuple[tuple[str, str], ...] = tuple(
     (m.name, stat) for m in CATALOGUE for stat in m.window_stats

@@ -89,7 +89,10 @@ class RequestRecord:
     sent_ts: float | None = None
     first_content_ts: float | None = None
     end_ts: float | None = None
-    schedule_lag_ms: float | None = None
+    schedule_lag_ms: float | None = None  # sent − (scheduled + queue_wait_ms)
+    # an open loop under --max-concurrency: how long the arrival waited for a slot
+    # (0: it found one free); the latencies from schedule include it
+    queue_wait_ms: float | None = None
     # latencies
     ttft_ms: float | None = None
     e2e_ms: float | None = None

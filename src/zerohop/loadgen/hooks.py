@@ -81,6 +81,9 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
         runner.register_message(MSG_RECORDS, lambda msg, **kw: _master_receive(rt, msg))
         runner.register_message(MSG_DRAINED, lambda msg, **kw: _master_drained(rt, msg))
         worker_health.register(runner, rt)
+        from zerohop.loadgen.run_limits import register_master
+
+        register_master(environment)
 
 
 def _observe_stop_signals(rt: ProcessRuntime) -> None:
@@ -118,6 +121,7 @@ def _validate_options(environment: Any) -> None:
 
     try:
         opt.parse_slo(opt.option(environment, "zh_slo"))
+        opt.check_limits(environment)
         load_workloads(opt.option(environment, "zh_workload"))
         opt.arm_hosts(environment)
         opt.local_tokenizer(environment)
@@ -272,9 +276,11 @@ def _on_test_start(environment: Any, **_: Any) -> None:
 
 def _prepare_load(environment: Any) -> None:
     from zerohop.loadgen.dispatcher import start_open_loop_dispatchers
+    from zerohop.loadgen.run_limits import start_budget_watch
 
     _prepare_bindings(environment)
     start_open_loop_dispatchers(environment)
+    start_budget_watch(environment)
     _keep_collector_off_the_reads()
 
 
@@ -408,8 +414,10 @@ def _on_test_stop(environment: Any, **_: Any) -> None:
         return
     if rt.role in ("local", "worker"):
         from zerohop.loadgen.dispatcher import stop_open_loop_dispatchers
+        from zerohop.loadgen.run_limits import stop_budget_watch
 
         stop_open_loop_dispatchers(environment)
+        stop_budget_watch(environment)
     if rt.self_telemetry is not None:
         rows = rt.self_telemetry.stop()
         rt.self_telemetry = None

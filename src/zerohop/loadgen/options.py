@@ -29,6 +29,8 @@ DEFAULTS: dict[str, Any] = {
     "zh_drain_timeout": 10.0,
     "zh_no_embedded": False,
     "zh_rate_override": 0.0,
+    "zh_request_count": 0,
+    "zh_max_concurrency": 0,
     "zh_users_by_weight": False,
     "zh_worker_count": 0,
     "zh_audit_dir": "",
@@ -86,6 +88,13 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--rate-override", dest="zh_rate_override", type=float, default=0.0,
                        help="Total open-loop Poisson rate (req/s) for all workloads, split by "
                        "weight; replaces the files' load sections.")
+    group.add_argument("--request-count", dest="zh_request_count", type=int, default=0,
+                       help="Stop after this many requests in all (as `vllm bench serve "
+                       "--num-prompts`); 0 = no limit. Split over the worker processes.")
+    group.add_argument("--max-concurrency", dest="zh_max_concurrency", type=int, default=0,
+                       help="At most this many open-loop requests in flight: an arrival "
+                       "that finds none free waits for a slot (its wait is recorded as "
+                       "queue_wait_ms); 0 = no cap. Split over the worker processes.")
     group.add_argument("--users-by-weight", dest="zh_users_by_weight", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Spread -u over the workloads by weight (Locust's way) instead of "
@@ -127,6 +136,15 @@ def arm_hosts(environment: Any) -> dict[str, str]:
     ValueError names the bad part."""
     text = option(environment, "zh_arm_hosts")
     return parse_arm_hosts(text) if text else {}
+
+
+def check_limits(environment: Any) -> None:
+    """`--request-count` and `--max-concurrency`: whole numbers ≥ 0 (a ValueError names
+    the flag)."""
+    for flag, name in (("--request-count", "zh_request_count"),
+                       ("--max-concurrency", "zh_max_concurrency")):
+        if int(option(environment, name) or 0) < 0:
+            raise ValueError(f"{flag} must be >= 0")
 
 
 def parse_slo(text: str) -> dict[str, float]:

@@ -22,6 +22,7 @@ from zerohop.client.policy import PolicyExecutor
 from zerohop.client.protocols import StreamedToolCall
 from zerohop.core import records as rec
 from zerohop.core.records import RequestRecord
+from zerohop.loadgen.run_limits import request_budget
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.users import LLMUser, run_logical_request
 from zerohop.loadgen.workload_binding import WorkloadBinding
@@ -44,17 +45,29 @@ class SessionUser(LLMUser):
 
 def play_session(environment: Any, executor: PolicyExecutor, client: LLMClient,
                  binding: WorkloadBinding, session: Session | AgentLoop,
-                 first_due_ns: int | None = None) -> int:
+                 first_due_ns: int | None = None, first_queue_wait_ns: int | None = None
+                 ) -> int:
     """Send `session`'s requests; `first_due_ns`: the open loop's scheduled time of the
-    first (the later ones are due when their pause ends). Returns the requests answered
-    (a conversation's turns, an agent loop's model calls)."""
+    first (the later ones are due when their pause ends), `first_queue_wait_ns` how long
+    it waited for a --max-concurrency slot. Each request takes one of --requests; a
+    session that finds none left ends. Returns the requests answered (a conversation's
+    turns, an agent loop's model calls)."""
     rt = runtime_of(environment)
+    budget = request_budget(environment)
 
     def measure(planned: PlannedRequest, first: bool, answer: list[str],
                 calls: list[StreamedToolCall] | None) -> RequestRecord:
         spec = binding.request_spec(planned, scheduled_perf_ns=first_due_ns if first else None)
         spec.answer, spec.tool_calls = answer, calls
-        return run_logical_request(executor, client, spec)
+        if first:
+            spec.queue_wait_ns = first_queue_wait_ns
+        try:
+            return run_logical_request(executor, client, spec)
+        finally:
+            budget.finish()
+
+    def stopping() -> bool:  # asked before each request: the run ends, or none is left
+        return rt.draining or not budget.take()
 
     def answered_tokens(record: RequestRecord) -> int | None:
         answered = record.output_tokens
@@ -72,7 +85,7 @@ def play_session(environment: Any, executor: PolicyExecutor, client: LLMClient,
                 tool_calls=tuple(ToolCallMade(c.call_id, c.name, c.arguments) for c in calls),
                 input_tokens=record.input_tokens, output_tokens=answered_tokens(record))
 
-        return run_agent_loop(session, step, gevent.sleep, stopping=lambda: rt.draining)
+        return run_agent_loop(session, step, gevent.sleep, stopping=stopping)
 
     def turn(planned: PlannedRequest) -> TurnResult:
         answer: list[str] = []
@@ -80,4 +93,4 @@ def play_session(environment: Any, executor: PolicyExecutor, client: LLMClient,
         return TurnResult(ok=record.outcome == rec.OK, answer="".join(answer),
                           input_tokens=record.input_tokens, output_tokens=answered_tokens(record))
 
-    return run_session(session, turn, gevent.sleep, stopping=lambda: rt.draining)
+    return run_session(session, turn, gevent.sleep, stopping=stopping)

@@ -20,6 +20,7 @@ from zerohop.client.llm_client import LLMClient, RequestSpec, cancelled_record
 from zerohop.client.policy import PolicyExecutor
 from zerohop.core import records as rec
 from zerohop.core.records import RequestRecord
+from zerohop.loadgen.run_limits import request_budget
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
 from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
@@ -63,14 +64,21 @@ class LLMUser(User):
     @task
     def next_request(self) -> None:
         rt = runtime_of(self.environment)
-        if self.binding.open_loop or rt.draining:
-            gevent.sleep(0.5)  # the dispatcher sends; or the run is draining
+        if self.binding.open_loop or rt.draining or request_budget(self.environment).spent:
+            gevent.sleep(0.5)  # the dispatcher sends; or the run is draining or done
             return
         self.send_next()
 
     def send_next(self) -> None:
-        """One closed-loop step: one logical request (`sessions.SessionUser`: a session)."""
-        run_logical_request(self.policy, self.llm, self.binding.next_spec())
+        """One closed-loop step: one logical request (`sessions.SessionUser`: a session,
+        whose requests each count towards --requests)."""
+        budget = request_budget(self.environment)
+        if not budget.take():
+            return
+        try:
+            run_logical_request(self.policy, self.llm, self.binding.next_spec())
+        finally:
+            budget.finish()
 
 
 def new_policy_executor(environment: Any, client: LLMClient, binding: WorkloadBinding,

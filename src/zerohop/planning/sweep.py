@@ -31,6 +31,7 @@ import click
 
 from zerohop.core.apis import API_NAMES, DEFAULT_API
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
+from zerohop.planning.sweep_page import write_sweep_page
 from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration
 from zerohop.runner.run_once import RunResult, run_once
 
@@ -74,6 +75,10 @@ class PointSummary:
     tpot_p99_ms: float
     e2e_p50_ms: float
     e2e_p99_ms: float
+    # for the table page (an index written before them reads them as NaN)
+    itl_p50_ms: float = math.nan
+    itl_p99_ms: float = math.nan
+    goodput_rps: float = math.nan  # within the run's own SLOs (every ok request: none)
     saturated: bool = False
     reason: str | None = None
 
@@ -190,7 +195,7 @@ def summarise_point(
     from zerohop.storage.run_reader import load_run
 
     run = load_run(run_dir)
-    summary = summarise_run(run, slos={})
+    summary = summarise_run(run)  # the run's own SLOs decide its goodput, nothing else
     row = summary.total if summary.total.requests else None
     counters = run.manifest.get("counters") or {}
     sent = int(counters.get("sent", len(run.requests)))
@@ -214,6 +219,8 @@ def summarise_point(
         ttft_p50_ms=stat("ttft_ms", "p50"), ttft_p99_ms=stat("ttft_ms", "p99"),
         tpot_p50_ms=stat("tpot_ms", "p50"), tpot_p99_ms=stat("tpot_ms", "p99"),
         e2e_p50_ms=stat("e2e_ms", "p50"), e2e_p99_ms=stat("e2e_ms", "p99"),
+        itl_p50_ms=stat("itl_ms", "p50"), itl_p99_ms=stat("itl_ms", "p99"),
+        goodput_rps=row.goodput_rps if row else math.nan,
     )
 
 
@@ -296,6 +303,7 @@ def write_index(
     sweep_dir: Path, plan: SweepPlan, points: Sequence[PointSummary], *, finished: bool = False
 ) -> Path:
     base = plan.base
+    saturation = saturation_summary(points)
     index = {
         "schema": INDEX_SCHEMA,
         "schema_version": INDEX_SCHEMA_VERSION,
@@ -314,9 +322,12 @@ def write_index(
             "max_load": plan.search.max_load, "dense": plan.search.dense},
         "rule": dataclasses.asdict(plan.rule),
         "points": [p.to_json() for p in points],
-        "saturation": saturation_summary(points),
+        "saturation": saturation,
     }
-    return _write_json(sweep_dir / INDEX_FILE, index)
+    path = _write_json(sweep_dir / INDEX_FILE, index)
+    write_sweep_page(sweep_dir, base.name, plan.mode, points, saturation,
+                     finished=finished)  # the table page beside its data
+    return path
 
 
 def read_index(sweep_dir: Path) -> dict[str, Any]:

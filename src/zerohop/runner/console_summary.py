@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from zerohop.analysis.run_analysis import RunAnalysis, analyse_run
+from zerohop.analysis.summary import PER_USER_OUTPUT_RATE
 from zerohop.storage.run_reader import load_run
 
 
@@ -36,13 +37,15 @@ def slo_verdict(analysis: RunAnalysis) -> dict[str, Any]:
 
 def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
     head = (f"{'workload':<26}{'reqs':>7}{'err%':>7}{'req/s':>8}{'out tok/s':>11}"
-            f"{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'E2E p99':>10}")
+            f"{'tok/s/user':>11}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}"
+            f"{'E2E p99':>10}")
     click.echo(head)
     for s in analysis.summaries:
         lat = s.latency
         click.echo(
             f"{s.workload[:25]:<26}{s.requests:>7}{s.error_pct:>7.1f}{s.req_per_s:>8.2f}"
-            f"{s.output_tokens_per_s:>11.0f}{_ms(lat, 'ttft_ms', 'p50'):>10}"
+            f"{s.output_tokens_per_s:>11.0f}{_ms(s.figures, PER_USER_OUTPUT_RATE, 'p50'):>11}"
+            f"{_ms(lat, 'ttft_ms', 'p50'):>10}"
             f"{_ms(lat, 'ttft_ms', 'p99'):>10}{_ms(lat, 'tpot_ms', 'p50'):>10}"
             f"{_ms(lat, 'e2e_ms', 'p99'):>10}"
         )

@@ -39,6 +39,10 @@ def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
         cmd += ["--tokenizer", str(plan.tokenizer)]
     if plan.rate is not None:
         cmd += ["--rate-override", str(plan.rate)]
+    if plan.requests is not None:
+        cmd += ["--request-count", str(plan.requests)]
+    if plan.max_concurrency is not None:
+        cmd += ["--max-concurrency", str(plan.max_concurrency)]
     if not plan.users_from_files:  # master and workers alike: -u goes by weight
         cmd += ["--users-by-weight"]
     if plan.workers:
@@ -66,7 +70,7 @@ def run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
                                 start_new_session=True)
         with _forwarding_stop_signals(proc) as received:
             announce_selection(proc.poll, run_dir)
-            follow_progress(proc, run_dir, plan.duration_s)
+            follow_progress(proc, run_dir, plan.duration_s, plan.requests)
             proc.wait()
     relay_warnings(log_path)
     code = proc.returncode

@@ -45,6 +45,8 @@ class RunPlan:
     arm_hosts: dict[str, str] = field(default_factory=dict)
     # Locust plugin files loaded beside the shipped user classes (their own event hooks)
     locustfiles: list[Path] = field(default_factory=list)
+    requests: int | None = None  # stop after this many requests (--requests)
+    max_concurrency: int | None = None  # open-loop arrivals wait for one of N slots
 
 
 def parse_duration(text: str) -> float:

@@ -22,9 +22,11 @@ TTFT_SAMPLE_LINES = 200  # per file and refresh: enough for a p50, cheap at any 
 _OK = b'"outcome":"ok"'  # the sinks write compact JSON (core.json_codec)
 
 
-def follow_progress(proc: subprocess.Popen[bytes], run_dir: Path, duration_s: float) -> None:
+def follow_progress(proc: subprocess.Popen[bytes], run_dir: Path, duration_s: float,
+                    request_count: int | None = None) -> None:
     """Print progress until `proc` exits; a terminal gets one rewritten line, a log one
-    line every ten seconds."""
+    line every ten seconds. `request_count`: a --requests run, whose count ends it (its
+    duration is only a cap)."""
     tty = sys.stdout.isatty()
     offsets: dict[Path, int] = {}
     counts = {"requests": 0, "errors": 0}
@@ -37,11 +39,12 @@ def follow_progress(proc: subprocess.Popen[bytes], run_dir: Path, duration_s: fl
         elapsed = time.monotonic() - start
         if tty or elapsed - last_print >= 10:
             last_print = elapsed
-            line = _line(elapsed, duration_s, counts, ttfts)
+            line = _line(elapsed, duration_s, counts, ttfts, request_count)
             print(("\r" + line) if tty else line, end="" if tty else "\n", flush=True)
     _read_new(run_dir, offsets, counts, ttfts)
     if tty:
-        print("\r" + _line(time.monotonic() - start, duration_s, counts, ttfts), flush=True)
+        print("\r" + _line(time.monotonic() - start, duration_s, counts, ttfts, request_count),
+              flush=True)
 
 
 def _read_new(run_dir: Path, offsets: dict[Path, int], counts: dict[str, int],
@@ -75,8 +78,11 @@ def _ttfts(lines: list[bytes]) -> list[float]:
     return out
 
 
-def _line(elapsed: float, duration: float, counts: dict[str, int], ttfts: list[float]) -> str:
+def _line(elapsed: float, duration: float, counts: dict[str, int], ttfts: list[float],
+          request_count: int | None = None) -> str:
     p50 = sorted(ttfts)[len(ttfts) // 2] if ttfts else float("nan")
     rate = counts["requests"] / elapsed if elapsed > 0 else 0.0
-    return (f"[{elapsed:5.0f}/{duration:.0f} s] requests {counts['requests']:>7} "
+    clock = f"{elapsed:5.0f} s" if request_count else f"{elapsed:5.0f}/{duration:.0f} s"
+    done = f"/{request_count}" if request_count else ""
+    return (f"[{clock}] requests {counts['requests']:>7}{done} "
             f"({rate:6.1f}/s)  errors {counts['errors']:>5}  TTFT p50 {p50:8.1f} ms")

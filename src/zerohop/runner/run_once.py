@@ -59,7 +59,8 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True,
                     "api": plan.api, **_arms_entry(plan)},
             workloads=[{"file": str(p)} for p in plan.workloads],
             load={"mode": "open" if plan.rate else "closed", "users": plan.users,
-                  "rate_rps": plan.rate, "duration_s": plan.duration_s},
+                  "rate_rps": plan.rate, "duration_s": plan.duration_s,
+                  "requests": plan.requests, "max_concurrency": plan.max_concurrency},
             slo=plan.slo,
             config={k: str(v) for k, v in vars(plan).items()},
             locust={"workers": plan.workers},
@@ -115,15 +116,15 @@ def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
 
 
 def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
+    from zerohop.analysis.run_analysis import analyse_run
+    from zerohop.analysis.summary_document import parts_of_analysis
     from zerohop.report.build import build_report
-    from zerohop.runner.console_summary import (
-        analyse,
-        no_success_reason,
-        print_summary,
-        slo_verdict,
-    )
+    from zerohop.runner.console_summary import no_success_reason, print_summary, slo_verdict
+    from zerohop.storage.run_reader import load_run
+    from zerohop.storage.summary_file import write_summary
 
-    analysis = analyse(run_dir)
+    run = load_run(run_dir)
+    analysis = analyse_run(run)
     verdict = slo_verdict(analysis)
     print_summary(analysis, verdict)
     report_path = build_report(run_dir) if plan.report else None
@@ -131,6 +132,8 @@ def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
     results.update_manifest(run_dir, slo_verdict=verdict)
     if manifest.get("status") == "running":
         results.finish_manifest(run_dir, status="completed", end_reason="finished")
+    run.manifest = results.read_manifest(run_dir)  # as it ended
+    write_summary(run_dir, run, parts_of_analysis(analysis, run))
     if report_path is not None:
         click.echo(f"report: {report_path}")
     if locust_code >= EXIT_INTERRUPTED_BASE:  # 130 SIGINT, 143 SIGTERM

@@ -42,6 +42,7 @@ from zerohop.storage.selfcheck_files import (
     read_client_timings,
     read_ground_truth,
 )
+from zerohop.storage.summary_file import write_summary
 from zerohop.workloads.kinds import KIND_CLASS_NAMES
 
 DEFAULT_DURATION_S = 20.0
@@ -76,9 +77,11 @@ def selfcheck_plan(intended: RunPlan, *, duration_s: float = DEFAULT_DURATION_S,
                    name: str = "selfcheck") -> RunPlan:
     """The run a self-check makes of an intended one: the same workloads, load and
     processes, against the embedded target, with the load generator's own CPU sampled
-    and nothing else (no SLOs, no report, no microbenchmarks)."""
+    and nothing else (no SLOs, no report, no microbenchmarks); its duration, not the
+    run's --requests, ends it."""
     return replace(intended, host=None, telemetry="loadgen", slo={}, name=name,
-                   duration_s=duration_s, model="", report=False, microbench="off")
+                   duration_s=duration_s, model="", report=False, microbench="off",
+                   requests=None)
 
 
 def warmup_for(duration_s: float) -> float:
@@ -119,6 +122,7 @@ def run_selfcheck(plan: RunPlan, bounds: Bounds | None = None, *,
     machine = machine_facts(placement, load_avg)
     document = certify(plan, bounds or Bounds(), run_dir, truth_path, machine)
     attach_certificate(run_dir, document)
+    write_summary(run_dir)
     return SelfcheckResult(run_dir, document)
 
 

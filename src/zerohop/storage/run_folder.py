@@ -185,6 +185,7 @@ _FLOAT = {
     "scheduled_ts", "sent_ts", "first_content_ts", "end_ts", "schedule_lag_ms", "ttft_ms",
     "e2e_ms", "tpot_ms", "ttft_from_schedule_ms", "e2e_from_schedule_ms", "server_ttft_ms",
     "retry_after_s", "backoff_ms", "logical_e2e_ms", "logical_ttft_ms", "ttfo_ms",
+    "queue_wait_ms",
 }
 _INT = {
     "content_events", "input_tokens", "output_tokens", "target_input_tokens", "max_tokens",

@@ -1,0 +1,191 @@
+"""The run's two limits beside its duration: `--requests N` (stop after N requests, as
+`vllm bench serve --num-prompts` does) and `--max-concurrency N` (an open-loop arrival
+that finds N requests in flight waits for a slot instead of being sent or dropped).
+
+Both are split over the processes that generate load (each takes its share, as each
+takes its share of a schedule), so they hold for the whole run without a message per
+request. A request is one logical request (its retries included): a closed-loop step,
+an open-loop arrival, a conversation's turn.
+
+When this process has sent its share of `--requests` and every one has ended, it is
+done — and so is one whose every workload is open loop and whose schedules ran out
+first (a trace shorter than N): a local runner stops the run itself (as Locust's
+`--run-time` does); a worker tells the master, which stops the run when every worker
+has.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import gevent
+from gevent.lock import Semaphore
+
+from zerohop.loadgen import options as opt
+from zerohop.loadgen.runtime import runtime_of
+
+log = logging.getLogger("zerohop")
+MSG_BUDGET_SPENT = "zerohop:budget_spent"
+DISPATCHERS_KEY = "dispatchers"  # this process's open-loop dispatchers, by user class
+WATCH_INTERVAL_S = 0.05
+_BUDGET, _CAP, _WATCH, _SPENT = "request_budget", "concurrency_cap", "budget_watch", "spent"
+
+
+def share(total: int, index: int, count: int) -> int:
+    """Process `index` of `count`'s part of `total` (the first `total % count` take one
+    more): the parts add up to `total` exactly."""
+    return total // count + (1 if index < total % count else 0)
+
+
+@dataclass
+class RequestBudget:
+    """This process's share of `--requests` (None: no limit). `take` before starting a
+    request, `finish` when it has ended."""
+
+    total: int | None
+    taken: int = 0
+    finished: int = 0
+
+    def take(self) -> bool:
+        if self.total is not None and self.taken >= self.total:
+            return False
+        self.taken += 1
+        return True
+
+    def finish(self) -> None:
+        self.finished += 1
+
+    @property
+    def spent(self) -> bool:
+        """Nothing left to start."""
+        return self.total is not None and self.taken >= self.total
+
+    @property
+    def done(self) -> bool:
+        """Nothing left to start, and everything started has ended."""
+        return self.spent and self.finished >= self.taken
+
+
+@dataclass
+class ConcurrencyCap:
+    """At most `slots` open-loop requests (or sessions) in flight in this process: an
+    arrival that finds none free, or others already waiting, waits in arrival order
+    (the dispatchers take their arrivals one at a time)."""
+
+    slots: int
+    _free: Semaphore = field(init=False)
+    _last_slot_ns: int = field(default=0, init=False)
+    _last_queued: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self._free = Semaphore(self.slots)
+
+    def acquire(self, due_ns: int) -> int:
+        """Wait for a slot for the arrival due at `due_ns`; returns how long it queued
+        (ns): from its due time to its slot when it found no slot free or a queue ahead
+        of it, else 0 (a dispatcher merely late is the schedule lag, not a queue)."""
+        blocked = self._free.locked()
+        self._free.acquire()
+        now = time.perf_counter_ns()
+        # a queue ahead of it: the arrival before it queued too, until after this was due
+        queued = blocked or (self._last_queued and self._last_slot_ns > due_ns)
+        self._last_slot_ns, self._last_queued = now, queued
+        return max(0, now - due_ns) if queued else 0
+
+    def release(self) -> None:
+        self._free.release()
+
+
+def request_budget(environment: Any) -> RequestBudget:
+    """This process's budget (built on first use from `--requests` and its position)."""
+    rt = runtime_of(environment)
+    budget = rt.extras.get(_BUDGET)
+    if budget is None:
+        from zerohop.loadgen.workload_binding import worker_position
+
+        total = int(opt.option(environment, "zh_request_count") or 0)
+        index, count = worker_position(environment)
+        budget = RequestBudget(share(total, index, count) if total > 0 else None)
+        rt.extras[_BUDGET] = budget
+    return budget
+
+
+def concurrency_cap(environment: Any) -> ConcurrencyCap | None:
+    """This process's share of `--max-concurrency` (None without one), shared by every
+    open-loop workload it runs."""
+    rt = runtime_of(environment)
+    if _CAP not in rt.extras:
+        from zerohop.loadgen.workload_binding import worker_position
+
+        total = int(opt.option(environment, "zh_max_concurrency") or 0)
+        index, count = worker_position(environment)
+        rt.extras[_CAP] = ConcurrencyCap(max(1, share(total, index, count))) if total else None
+    cap: ConcurrencyCap | None = rt.extras[_CAP]
+    return cap
+
+
+# --- stopping the run once the budget is spent -----------------------------------------
+def start_budget_watch(environment: Any) -> None:
+    """With `--requests`: watch this process's budget and end the run once it is done."""
+    rt = runtime_of(environment)
+    if not int(opt.option(environment, "zh_request_count") or 0) or _WATCH in rt.extras:
+        return
+    rt.extras[_WATCH] = gevent.spawn(_watch, environment)
+
+
+def stop_budget_watch(environment: Any) -> None:
+    watch = runtime_of(environment).extras.pop(_WATCH, None)
+    if watch is not None and watch is not gevent.getcurrent():
+        watch.kill(block=False)
+
+
+def register_master(environment: Any) -> None:
+    """The master ends the run when every worker has spent its share."""
+    rt = runtime_of(environment)
+    runner = environment.runner
+
+    def on_spent(msg: Any, **_: Any) -> None:
+        spent: set[str] = rt.extras.setdefault(_SPENT, set())
+        spent.add(msg.node_id)
+        alive = {c.id for c in runner.clients.all if c.state != "missing"}
+        if alive and alive <= spent:
+            _end_run(environment)
+
+    runner.register_message(MSG_BUDGET_SPENT, on_spent)
+
+
+def _watch(environment: Any) -> None:
+    rt = runtime_of(environment)
+    budget = request_budget(environment)
+    while not (budget.done or _schedules_ran_out(environment)):
+        gevent.sleep(WATCH_INTERVAL_S)
+    log.info("zerohop: %d requests sent and ended: the run is done", budget.taken)
+    if rt.role == "worker":
+        if rt.send is not None:
+            rt.flush_outbox()
+            rt.send(MSG_BUDGET_SPENT, {"requests": budget.taken})
+        return
+    _end_run(environment)
+
+
+def _schedules_ran_out(environment: Any) -> bool:
+    """Every workload here is open loop, and every dispatcher has sent its whole
+    schedule and seen its requests end: nothing more will be sent."""
+    rt = runtime_of(environment)
+    dispatchers = rt.extras.get(DISPATCHERS_KEY) or {}
+    bindings = rt.extras.get("bindings") or {}
+    if not dispatchers or not all(b.open_loop for b in bindings.values()):
+        return False
+    return all(greenlet.dead for greenlet in dispatchers.values())
+
+
+def _end_run(environment: Any) -> None:
+    """As Locust's --run-time does: a headless run quits, a web UI run stops."""
+    runner = environment.runner
+    if getattr(environment, "web_ui", None) is None:
+        gevent.spawn(runner.quit)
+    else:
+        gevent.spawn(runner.stop)

@@ -1,0 +1,68 @@
+"""A sweep's table page, `sweep.html` next to its `index.json`: one row per point with
+the offered and achieved load, goodput, errors and the TTFT, ITL and E2E p50/p99 — what
+a `vllm bench serve` user reads off a rate sweep, each row linking to its point's folder.
+Rewritten after every point, so an interrupted sweep has a page too. Every number is
+formatted here; the template only prints (and escapes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from zerohop.report import formatting as fmt
+from zerohop.report.render import render_page, write_atomically
+
+SWEEP_PAGE = "sweep.html"
+COLUMNS = ("load", "offered req/s", "achieved req/s", "goodput req/s", "error %",
+           "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "E2E p50", "E2E p99", "")
+
+
+def write_sweep_page(sweep_dir: Path, name: str, mode: str, points: Sequence[Any],
+                     saturation: Mapping[str, Any], *, finished: bool) -> Path:
+    """`points`: the sweep's `PointSummary`s; `saturation`: its `saturation_summary`."""
+    context = sweep_context(name, mode, points, saturation, finished=finished,
+                            generated_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+    return write_atomically(Path(sweep_dir) / SWEEP_PAGE,
+                            render_page("sweep.html.j2", context, []))
+
+
+def sweep_context(name: str, mode: str, points: Sequence[Any],
+                  saturation: Mapping[str, Any], *, finished: bool,
+                  generated_at: str) -> dict[str, Any]:
+    unit = "req/s offered" if mode == "rate" else "concurrent users"
+    if saturation.get("found"):
+        verdict = (f"saturated at {saturation['first_saturated_load']:g} ({unit}): "
+                   f"{saturation.get('reason')}; the last healthy load was "
+                   f"{_load(saturation.get('last_unsaturated_load'))}")
+    else:
+        verdict = "no point saturated"
+    return {
+        "title": f"zerohop sweep: {name}",
+        "generated_at": generated_at,
+        "status": "completed" if finished else "running",
+        "load_unit": unit,
+        "verdict": verdict,
+        "columns": list(COLUMNS),
+        "rows": [_row(p) for p in sorted(points, key=lambda p: p.load)],
+    }
+
+
+def _row(point: Any) -> dict[str, Any]:
+    return {
+        "saturated": point.saturated,
+        "link": f"{point.run_dir}/",
+        "cells": [
+            f"{point.load:g}", fmt.rate(point.offered_rps), fmt.rate(point.achieved_rps),
+            fmt.rate(point.goodput_rps), fmt.pct(point.error_pct, 1),
+            fmt.ms(point.ttft_p50_ms), fmt.ms(point.ttft_p99_ms),
+            fmt.ms(point.itl_p50_ms), fmt.ms(point.itl_p99_ms),
+            fmt.ms(point.e2e_p50_ms), fmt.ms(point.e2e_p99_ms),
+        ],
+        "note": f"saturated: {point.reason}" if point.saturated else "",
+    }
+
+
+def _load(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else fmt.DASH

@@ -1,0 +1,52 @@
+"""summary.json in a results folder: the run's figures for scripts (docs/summary-json.md).
+
+Written at the end of every `zerohop run` (sweep, capacity and nightly points
+included), `zerohop simulate` and `zerohop selfcheck`, after the records were
+consolidated; `analysis.summary_document` lays it out from the analysis the console and
+the report use. Strict JSON: a figure that does not exist (a percentile of no values, a
+rate without a window) is null, never NaN; known secrets are masked as in the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from zerohop.analysis.run_data import RunData
+from zerohop.analysis.summary_document import SummaryParts, parts_of_run, summary_document
+from zerohop.core.layout import SUMMARY_FILE
+from zerohop.core.redaction import known_secrets, redact
+from zerohop.storage.jsonl import without_nan
+from zerohop.storage.run_reader import load_run
+
+
+def write_summary(run_dir: Path, run: RunData | None = None,
+                  parts: SummaryParts | None = None) -> Path:
+    """Write `run_dir/summary.json` (atomically) and return its path. `run`, `parts`:
+    the loaded run and its analysis when the caller has them (else read and computed
+    here)."""
+    run_dir = Path(run_dir)
+    if run is None:
+        run = load_run(run_dir)
+    document = summary_document(run, parts if parts is not None else parts_of_run(run))
+    return write_document(run_dir, document)
+
+
+def write_document(run_dir: Path, document: dict[str, Any]) -> Path:
+    data = redact(without_nan(document), known_secrets())
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    out = Path(run_dir) / SUMMARY_FILE
+    tmp = out.with_name(SUMMARY_FILE + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """summary.json as written (for tests and tools that read it back)."""
+    data = json.loads((Path(run_dir) / SUMMARY_FILE).read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"malformed {SUMMARY_FILE} in {run_dir}: top level is not an object")
+    return data

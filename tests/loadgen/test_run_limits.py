@@ -1,0 +1,66 @@
+"""--requests and --max-concurrency inside one process: the shares add up to the total,
+the budget says when a process is done, and the concurrency cap holds its slots in
+arrival order and reports how long an arrival queued (greenlets only: no socket)."""
+
+from __future__ import annotations
+
+import time
+
+import gevent
+import pytest
+
+from zerohop.loadgen.run_limits import ConcurrencyCap, RequestBudget, share
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("total, count", [(10, 3), (2, 5), (7, 1), (1000, 7)])
+def test_shares_add_up_to_the_total(total: int, count: int) -> None:
+    parts = [share(total, i, count) for i in range(count)]
+    assert sum(parts) == total and max(parts) - min(parts) <= 1
+
+
+def test_budget_is_done_once_every_request_taken_has_ended() -> None:
+    budget = RequestBudget(2)
+    assert budget.take() and budget.take() and not budget.take()
+    assert budget.spent and not budget.done
+    budget.finish()
+    assert not budget.done
+    budget.finish()
+    assert budget.done
+    unlimited = RequestBudget(None)
+    assert all(unlimited.take() for _ in range(100)) and not unlimited.spent
+
+
+def test_cap_holds_and_waits_are_what_each_arrival_queued() -> None:
+    cap = ConcurrencyCap(2)
+    hold_s = 0.05
+    in_flight = [0]
+    peak = [0]
+    waits: dict[int, int] = {}
+
+    def request(i: int, due_ns: int) -> None:
+        waits[i] = cap.acquire(due_ns)
+        in_flight[0] += 1
+        peak[0] = max(peak[0], in_flight[0])
+        gevent.sleep(hold_s)
+        in_flight[0] -= 1
+        cap.release()
+
+    start = time.perf_counter_ns()
+    # six arrivals at once: two run, four queue behind them in arrival order
+    gevent.joinall([gevent.spawn(request, i, start) for i in range(6)])
+    assert peak[0] == 2
+    assert waits[0] == waits[1] == 0
+    queued = [waits[i] for i in range(2, 6)]
+    assert all(w > 0 for w in queued)
+    # each pair waited for the pair before it to end: at least one hold longer
+    floor_ns = hold_s * 1e9 * 0.9
+    assert queued[2] - queued[0] >= floor_ns and queued[3] - queued[1] >= floor_ns
+
+
+def test_an_arrival_that_finds_a_free_slot_did_not_queue() -> None:
+    cap = ConcurrencyCap(1)
+    late_due = time.perf_counter_ns() - 5_000_000  # a dispatcher 5 ms late, nothing queued
+    assert cap.acquire(late_due) == 0
+    cap.release()
