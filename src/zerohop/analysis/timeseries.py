@@ -189,6 +189,8 @@ def telemetry_lanes(telemetry: pd.DataFrame) -> list[Lane]:
     each distinct labels string once. The source is part of a lane's key only when
     two sources report the same metric and labels.
     """
+    if telemetry.empty:  # a run without telemetry may have no columns at all
+        return []
     source_codes, sources = category_codes(telemetry["source"])
     metric_codes, metrics = category_codes(telemetry["metric"])
     label_codes, label_texts = category_codes(telemetry["labels"])
