@@ -31,6 +31,7 @@ import click
 
 from zerohop.core.apis import API_NAMES, DEFAULT_API
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
+from zerohop.core.redaction import known_secrets, redact
 from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration
 from zerohop.runner.run_once import RunResult, run_once
 
@@ -316,7 +317,8 @@ def write_index(
         "points": [p.to_json() for p in points],
         "saturation": saturation_summary(points),
     }
-    return _write_json(sweep_dir / INDEX_FILE, index)
+    # the target's options may hold a key (`--sim-args "--api-key …"`), as the manifest's do
+    return _write_json(sweep_dir / INDEX_FILE, redact(index, known_secrets()))
 
 
 def read_index(sweep_dir: Path) -> dict[str, Any]:
