@@ -3,10 +3,11 @@
     python .ci/skip_gate.py TIER OUTCOMES.jsonl [--expected .ci/expected-skips.txt]
 
 Prints `[TIER] passed N · failed N · skipped N (expected N, unexpected N)` and each
-unexpected skip with its reason; exits 1 when there is one. The expected list has one
-entry a line, `TIER  NODEID-GLOB  REASON-REGEX` (whitespace-separated; the regex is the
-rest of the line and must match the skip's reason). A test that skips for a reason nobody
-wrote down has not run, and CI must not read that as a pass.
+unexpected skip with its reason; exits 1 when there is one, or when a module could not be
+collected (an `error` row: none of its tests ran, whatever pytest's exit code says). The
+expected list has one entry a line, `TIER  NODEID-GLOB  REASON-REGEX` (whitespace-separated;
+the regex is the rest of the line and must match the skip's reason). A test that skips for a
+reason nobody wrote down has not run, and CI must not read that as a pass.
 """
 
 from __future__ import annotations
@@ -37,12 +38,18 @@ class Verdict:
     counts: Counter[str]
     expected: list[tuple[str, str]]
     unexpected: list[tuple[str, str]]
+    collection_errors: list[tuple[str, str]]
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.unexpected or self.collection_errors)
 
     def line(self, tier: str) -> str:
         c = self.counts
         return (f"[{tier}] passed {c['passed']} · failed {c['failed']} · skipped {c['skipped']}"
                 f" (expected {len(self.expected)}, unexpected {len(self.unexpected)})"
-                + (f" · xfailed {c['xfailed']}" if c["xfailed"] else ""))
+                + (f" · xfailed {c['xfailed']}" if c["xfailed"] else "")
+                + (f" · collection errors {c['error']}" if c["error"] else ""))
 
 
 def read_expected(path: Path) -> list[ExpectedSkip]:
@@ -67,7 +74,9 @@ def judge(tier: str, outcomes: list[dict[str, str]], expected: list[ExpectedSkip
         item = (row["nodeid"], row.get("reason", ""))
         known = any(e.matches(tier, *item) for e in expected)
         (hit if known else missed).append(item)
-    return Verdict(counts, hit, missed)
+    errors = [(row["nodeid"], row.get("reason", "")) for row in outcomes
+              if row["outcome"] == "error"]
+    return Verdict(counts, hit, missed, errors)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     print(verdict.line(args.tier))
     for nodeid, reason in verdict.unexpected:
         print(f"  UNEXPECTED SKIP {nodeid}: {reason}")
-    return 1 if verdict.unexpected else 0
+    for nodeid, reason in verdict.collection_errors:
+        print(f"  COLLECTION ERROR {nodeid}: {reason}")
+    return 1 if verdict.failed else 0
 
 
 if __name__ == "__main__":

@@ -51,6 +51,59 @@ def test_a_malformed_expected_list_is_an_error(tmp_path: Path) -> None:
         gate.read_expected(listed)
 
 
+def _pytest_with_plugin(tmp_path: Path, *files: Path) -> Path:
+    """Run pytest with the CI plugin on `files`; return the outcomes file it wrote."""
+    outcomes = tmp_path / "outcomes.jsonl"
+    env = {"ZEROHOP_OUTCOMES_FILE": str(outcomes), "PYTHONPATH": str(CI), "PATH": "/usr/bin"}
+    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                    "-p", "outcomes_plugin", "-q", *map(str, files)],
+                   cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return outcomes
+
+
+def _run_gate(tmp_path: Path, outcomes: Path, expected: str) -> subprocess.CompletedProcess[str]:
+    listed = tmp_path / "expected.txt"
+    listed.write_text(expected)
+    return subprocess.run([sys.executable, str(CI / "skip_gate.py"), "unit", str(outcomes),
+                           "--expected", str(listed)], capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.integration
+def test_a_module_level_skip_and_a_collection_error_fail_the_tier(tmp_path: Path) -> None:
+    """Skips that happen while collecting (a whole module skipped, a module-level importorskip)
+    never reach the per-test hook; a module that fails to import runs none of its tests. The
+    gate sees all three and fails the tier; a listed module skip passes it."""
+    whole = tmp_path / "test_whole_module.py"
+    whole.write_text("import pytest\n\npytest.skip('no widget board', allow_module_level=True)\n\n"
+                     "def test_never():\n    assert False\n")
+    optional = tmp_path / "test_optional_dep.py"
+    optional.write_text("import pytest\n\npytest.importorskip('zerohop_no_such_module')\n\n"
+                        "def test_never():\n    assert False\n")
+    broken = tmp_path / "test_broken.py"
+    broken.write_text("import zerohop_no_such_module_either\n\ndef test_never():\n    pass\n")
+    fine = tmp_path / "test_fine.py"
+    fine.write_text("def test_runs():\n    assert True\n")
+
+    outcomes = _pytest_with_plugin(tmp_path, whole, optional, fine)
+    refused = _run_gate(tmp_path, outcomes, "")
+    assert refused.returncode == 1, refused.stdout
+    assert "passed 1 · failed 0 · skipped 2 (expected 0, unexpected 2)" in refused.stdout
+    assert "test_whole_module.py: no widget board" in refused.stdout
+    assert "test_optional_dep.py: could not import 'zerohop_no_such_module'" in refused.stdout
+    allowed = _run_gate(tmp_path, outcomes,
+                        "unit  test_whole_module.py  ^no widget board$\n"
+                        "unit  test_optional_dep.py  ^could not import 'zerohop_no_such_module'\n")
+    assert allowed.returncode == 0, allowed.stdout
+
+    outcomes = _pytest_with_plugin(tmp_path, broken, fine)
+    refused = _run_gate(tmp_path, outcomes, "unit  *  .*\n")  # even with every skip allowed
+    assert refused.returncode == 1, refused.stdout
+    assert "collection errors 1" in refused.stdout
+    assert "COLLECTION ERROR test_broken.py: " in refused.stdout
+    assert "zerohop_no_such_module_either" in refused.stdout
+
+
 @pytest.mark.integration
 def test_a_planted_skip_fails_the_tier(tmp_path: Path) -> None:
     """A real pytest run with the CI plugin, one test that skips: the gate says so, exit 1;

@@ -1,19 +1,29 @@
 """`zerohop selfcheck` and `zerohop run --selfcheck`: the certificate's screen, its bad
-input, and real checks against the embedded target, with a negative control.
+input, and real checks against the embedded target, both ways.
 
-A quiet PASS is not something a shared 2-core CI machine can promise, so the end-to-end
-checks assert the certificate's structure and that its figures are finite and agree
-with the run's own records; the negative control (a greenlet that holds the client's
-hub, tests/loadgen/client_hog.py) must make the TTFT error jump and the verdict FAIL.
+On a quiet client pinned to a core of its own the certificate must say PASS. The one
+thing that may excuse a FAIL there is the machine itself taking the client's core (a
+hypervisor's steal, interrupts), which the fidelity test's real-time stall probe
+(tests/loadgen/cpu_stall_probe.py) measures in the same run: when the FAIL's reasons are
+timing only, the probe saw the core taken, and the same figures less what was written
+while it was taken are within bounds, the test skips with that reason, one
+.ci/expected-skips.txt lists. Any other FAIL fails it. The negative control (a greenlet
+that holds the client's hub, tests/loadgen/client_hog.py) must make the TTFT error jump
+and the verdict FAIL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import resource
 import subprocess
 import sys
-from dataclasses import replace
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +31,20 @@ import pandas as pd
 import pytest
 
 from tests.analysis.certificate_fixtures import OPEN, figures
-from zerohop.analysis.client_certificate import Bounds, certificate_document, judge
+from tests.loadgen.test_client_fidelity import stall_probe
+from zerohop.analysis.client_certificate import (
+    Bounds,
+    certificate_document,
+    judge,
+    schedule_lag_p99_ms,
+)
+from zerohop.analysis.fidelity_check import timing_errors
 from zerohop.core.apis import DEFAULT_API
-from zerohop.core.layout import SELFCHECK_FILE
+from zerohop.core.layout import GROUND_TRUTH_FILE, SELFCHECK_FILE
 from zerohop.runner.plan import RunPlan
-from zerohop.runner.selfcheck import run_selfcheck, selfcheck_plan
+from zerohop.runner.selfcheck import run_selfcheck, selfcheck_plan, warmup_for
 from zerohop.runner.selfcheck_console import certificate_lines
+from zerohop.storage.selfcheck_files import read_client_timings, read_ground_truth
 
 HOG = Path(__file__).resolve().parents[1] / "loadgen" / "client_hog.py"
 RATE = 20.0
@@ -125,24 +143,142 @@ def test_run_refuses_selfcheck_with_compare_layer(tmp_path: Path) -> None:
 
 
 # --- real checks --------------------------------------------------------------------------
+TIMING_REASONS = ("TTFT error p99", "schedule lag p99")
+# a quiet machine: other processes (and the hypervisor's steal) take less than this share
+# of the two cores the check runs on; more, and a FAIL may be theirs
+QUIET_SHARE = 0.02
+
+
+@dataclass
+class CoreUse:
+    """CPU seconds on the check's cores that this test's own processes did not use."""
+
+    wall_s: float = math.nan
+    others_s: float = math.nan
+    steal_s: float = math.nan
+
+    @property
+    def others_share(self) -> float:
+        return (self.others_s + self.steal_s) / (2 * self.wall_s)
+
+
+def _cpu_times(cpus: list[int]) -> tuple[float, float]:
+    """(busy, steal) seconds of `cpus` since boot, from /proc/stat."""
+    tick = os.sysconf("SC_CLK_TCK")
+    busy = steal = 0.0
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *fields = line.split()
+        if name in {f"cpu{c}" for c in cpus}:
+            user, nice, system, _idle, _iowait, irq, softirq, stolen = map(int, fields[:8])
+            busy += (user + nice + system + irq + softirq) / tick
+            steal += stolen / tick
+    return busy, steal
+
+
+def _own_cpu_s() -> float:
+    """This process's CPU and that of every child it has waited for (the self-check's
+    processes, the stall probe)."""
+    own, children = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                     resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@contextlib.contextmanager
+def others_on(cpus: list[int]) -> Iterator[CoreUse]:
+    """While the block runs: how much of `cpus` went to anything but this test's own
+    processes (which the block must have waited for by its end)."""
+    use = CoreUse()
+    started, (busy0, steal0), own0 = time.monotonic(), _cpu_times(cpus), _own_cpu_s()
+    yield use
+    busy1, steal1 = _cpu_times(cpus)
+    use.wall_s = time.monotonic() - started
+    use.others_s = max(0.0, (busy1 - busy0) - (_own_cpu_s() - own0))
+    use.steal_s = steal1 - steal0
+
+
+def _taken_during(windows: list[tuple[float, float]], start: float, end: float) -> float:
+    return max((min(e, end) - max(s, start) for s, e in windows), default=0.0)
+
+
+def _judged_without(windows: list[tuple[float, float]], run_dir: Path) -> tuple[float, float]:
+    """TTFT error p99 and schedule lag p99, less what was written or due in `windows`."""
+    warmup = warmup_for(DURATION_S)
+    ttft = timing_errors(read_client_timings(run_dir), read_ground_truth(
+        run_dir / GROUND_TRUTH_FILE), warmup_s=warmup, unavailable=windows).ttft.p99_ms
+    requests = pd.read_parquet(run_dir / "requests.parquet")
+    due = requests.sent_ts - requests.schedule_lag_ms.fillna(0) / 1e3
+    spared = [_taken_during(windows, a, b) <= 0
+              for a, b in zip(due, requests.sent_ts, strict=True)]
+    lag = schedule_lag_p99_ms(requests[spared], after_ts=float(requests.sent_ts.min()) + warmup)
+    return ttft, lag
+
+
+def machine_took_the_client(doc: dict[str, Any], run_dir: Path,
+                            windows: list[tuple[float, float]], use: CoreUse) -> str | None:
+    """Why a FAIL is the machine's, or None when it is not. Either other processes took
+    more than QUIET_SHARE of the check's cores (the machine was not quiet), or every reason
+    is a timing one, the stall probe saw the client's core taken from every process, and
+    the same figures less what was written or due while it was taken are within bounds."""
+    reasons, bounds = doc["verdict"]["reasons"], doc["bounds"]
+    said = f"the certificate said: {'; '.join(reasons)}"
+    taken_ms = sum(e - s for s, e in windows) * 1e3
+    probe = f"the stall probe saw the client's core taken {len(windows)} times, " \
+            f"{taken_ms:.1f} ms in all"
+    if use.others_share >= QUIET_SHARE:
+        return (f"the machine was taken: other processes and steal used "
+                f"{use.others_share:.1%} of the check's two cores (a quiet machine: "
+                f"< {QUIET_SHARE:.0%}); {probe} ({said})")
+    if not windows or not all(r.startswith(TIMING_REASONS) for r in reasons):
+        return None
+    ttft, lag = _judged_without(windows, run_dir)
+    if not (ttft <= bounds["max_ttft_error_ms"]
+            and not lag > bounds["max_schedule_lag_ms"]):  # NaN: closed loop, not judged
+        return None
+    return (f"the machine took the client's core: {probe}, the longest "
+            f"{max(e - s for s, e in windows) * 1e3:.1f} ms; less what was written or due "
+            f"then, TTFT error p99 {ttft:.3f} ms and schedule lag p99 {lag:.2f} ms are within "
+            f"bounds ({said})")
+
+
 @pytest.mark.integration
-@pytest.mark.slow  # two self-checks of ~15 s each
-def test_selfcheck_certifies_and_a_hogged_client_fails(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    res = zerohop("selfcheck", "--rate", f"{RATE:g}", "--duration", f"{DURATION_S}s",
-                  "--results-dir", str(tmp_path / "quiet"))
+@pytest.mark.slow  # a self-check of ~15 s
+def test_a_quiet_pinned_client_passes(tmp_path: Path) -> None:
+    """The client on one core and the target on another (selfcheck places them so on two
+    CPUs), the stall probe on the client's core: PASS, exit 0, and a screen that says so."""
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    assert len(cpus) == 2, "the self-check needs two CPUs to give the client one of its own"
+    with others_on(cpus) as use, stall_probe(cpus[0], tmp_path / "stalls.jsonl") as windows:
+        res = subprocess.run(
+            [sys.executable, "-m", "zerohop", "selfcheck", "--rate", f"{RATE:g}",
+             "--duration", f"{DURATION_S}s", "--results-dir", str(tmp_path / "quiet")],
+            capture_output=True, text=True, timeout=180,
+            preexec_fn=lambda: os.sched_setaffinity(0, set(cpus)))
+    print(res.stdout)
+    print(f"others on CPUs {cpus}: {use.others_s:.2f} s + steal {use.steal_s:.2f} s "
+          f"in {use.wall_s:.1f} s ({use.others_share:.1%} of the two cores)")
     assert res.returncode in (0, 1), (res.stdout[-2000:], res.stderr[-3000:])
     run_dir = only_folder(tmp_path / "quiet")
     quiet = json.loads((run_dir / SELFCHECK_FILE).read_text())
-    print(res.stdout)
     screen = res.stdout[res.stdout.index("zerohop selfcheck: "):]  # after the progress line
     assert screen.startswith(f"zerohop selfcheck: {quiet['verdict']['result']}")
     assert res.returncode == (0 if quiet["verdict"]["result"] == "PASS" else 1)
+    assert quiet["machine"]["client_cpus"] == [cpus[0]]
+    assert quiet["machine"]["target_cpus"] == [cpus[1]]
+    if quiet["verdict"]["result"] != "PASS":
+        excuse = machine_took_the_client(quiet, run_dir, windows, use)
+        if excuse is not None:
+            pytest.skip(excuse)
+    assert quiet["verdict"]["result"] == "PASS", (quiet["verdict"], quiet["figures"], windows)
     assert_consistent(quiet, run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())  # as every results folder
     assert summary["total"]["requests"] == len(pd.read_parquet(run_dir / "requests.parquet"))
 
-    # the negative control: the client's hub held 30 ms in every 100 (a token gap is ~7 ms)
+
+@pytest.mark.integration
+@pytest.mark.slow  # a self-check of ~15 s
+def test_a_hogged_client_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The negative control: the client's hub held 30 ms in every 100 (a token gap is
+    ~7 ms), as blocking code in a Locust plugin would: FAIL, on the TTFT error."""
     monkeypatch.setenv("ZEROHOP_HOG_HOLD_MS", "30")
     monkeypatch.setenv("ZEROHOP_HOG_CYCLE_MS", "100")
     plan = replace(_rate_plan(tmp_path / "hog"), locustfiles=[HOG])
@@ -150,8 +286,8 @@ def test_selfcheck_certifies_and_a_hogged_client_fails(tmp_path: Path,
     print("\n".join(certificate_lines(hogged.certificate)))
     assert_consistent(hogged.certificate, hogged.run_dir)
     hog_ttft = hogged.certificate["figures"]["ttft_error"]["p99_ms"]
-    assert hog_ttft > 2.0, hogged.certificate["figures"]["ttft_error"]
-    assert hog_ttft > quiet["figures"]["ttft_error"]["p99_ms"]
+    bound = hogged.certificate["bounds"]["max_ttft_error_ms"]
+    assert hog_ttft > 2 * bound, hogged.certificate["figures"]["ttft_error"]
     assert not hogged.passed
     assert any(r.startswith("TTFT error p99") for r in hogged.certificate["verdict"]["reasons"])
 

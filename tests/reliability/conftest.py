@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -113,23 +113,6 @@ def files_under(*roots: Path) -> Iterator[Path]:
             yield root
         elif root.is_dir():
             yield from (p for p in root.rglob("*") if p.is_file())
-
-
-def occurrences(needles: Iterable[str], paths: Iterable[Path], texts: Iterable[str] = ()
-                ) -> list[str]:
-    """Where any needle appears (as bytes in files, or in captured text)."""
-    needle_list = [n for n in needles if n]
-    found = []
-    for path in paths:
-        data = path.read_bytes()
-        for needle in needle_list:
-            if needle.encode() in data:
-                found.append(f"{path}: {needle[:6]}…")
-    for i, text in enumerate(texts):
-        for needle in needle_list:
-            if needle in text:
-                found.append(f"captured output #{i}: {needle[:6]}…")
-    return found
 
 
 @pytest.fixture()

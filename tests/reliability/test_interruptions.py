@@ -30,6 +30,7 @@ from tests.reliability.conftest import (
     wait_for,
     zerohop_cmd,
 )
+from zerohop.core.exit_codes import EXIT_WORKER_FAILED
 from zerohop.sim.launcher import start_sim
 
 pytestmark = pytest.mark.integration
@@ -67,26 +68,30 @@ def pid_of(request_id: str) -> int | None:
 
 def assert_nothing_missing(run_dir: Path, truth: Path, *, killed: KilledWorker | None = None,
                            truth_cut_at: float | None = None) -> pd.DataFrame:
-    """Every request the target finished (ground truth) has exactly one record; ok
-    records are requests the target really finished. `killed`: that worker, and it
-    alone, may lose the requests it finished in its last UNSHIPPED_S."""
+    """Every request the target finished (ground truth) has exactly one record, whoever
+    sent it: a user all of whose records were lost is missing too, not excused. Ok records
+    are requests the target really finished. `killed`: that worker, and it alone, may lose
+    the requests it finished in its last UNSHIPPED_S. Requests that no user sent (ids not
+    `<host>-<pid>-<client>-<n>`, such as a prompt-sizing probe's) are not load."""
     df = pd.read_parquet(run_dir / "requests.parquet")
     assert df.request_id.is_unique
     gt = {str(t["request_id"]): t for t in read_jsonl(truth)}
     recorded = set(df.request_id)
-    measured_clients = {client_of(rid) for rid in df.request_id}
 
-    def of_the_killed(rid: str) -> bool:
-        return killed is not None and pid_of(rid) == killed.pid
+    def unshipped(rid: str, t: dict) -> bool:  # the killed worker's last unsent batch
+        done = float(t["last_token_ts"] or t["arrival_ts"] or 0)
+        return killed is not None and pid_of(rid) == killed.pid and done > killed.at - UNSHIPPED_S
 
-    load = {rid: t for rid, t in gt.items()
-            if client_of(rid) in measured_clients or of_the_killed(rid)}
-    missing = [rid for rid, t in load.items() if t["outcome"] == "ok" and rid not in recorded]
-    if killed is not None:  # the killed worker's last unsent batch, nothing older
-        missing = [rid for rid in missing if not (
-            of_the_killed(rid)
-            and float(gt[rid]["last_token_ts"] or 0) > killed.at - UNSHIPPED_S)]
+    load = {rid: t for rid, t in gt.items() if pid_of(rid) is not None}
+    assert load, sorted(gt)[:5]
+    missing = [rid for rid, t in load.items()
+               if t["outcome"] == "ok" and rid not in recorded and not unshipped(rid, t)]
     assert not missing, missing[:5]
+    # and every user the target heard from is in the join, whatever its requests' outcomes
+    measured_clients = {client_of(rid) for rid in recorded}
+    vanished = {client_of(rid) for rid, t in load.items()
+                if not unshipped(rid, t)} - measured_clients
+    assert not vanished, sorted(vanished)[:5]
     ok = df[df.outcome == "ok"]
     if truth_cut_at is not None:  # a target killed -9 loses its last unflushed 0.5 s
         ok = ok[ok.end_ts < truth_cut_at - 1.0]
@@ -212,7 +217,9 @@ def test_kill_9_of_one_worker_keeps_the_rest(tmp_path: Path) -> None:
     assert "Traceback" not in log, log[-3000:]
     run_dir = only_run_dir(tmp_path / "r")
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["status"] in ("completed", "interrupted", "partial"), manifest
+    assert master.returncode == EXIT_WORKER_FAILED, log[-3000:]  # README: exit 5, `partial`
+    assert manifest["status"] == "partial", manifest
+    assert [w["worker_index"] for w in manifest["workers_failed"]] == [0], manifest
     df = assert_nothing_missing(run_dir, truth, killed=killed)
     assert df.worker.nunique() == 2
 

@@ -134,7 +134,7 @@ def _target(base_url: str) -> tuple[str, int, str]:
     if parts.scheme == "https":
         raise ValueError("https targets are not supported by the streaming client yet")
     host = parts.hostname or "127.0.0.1"
-    return host, parts.port or 80, parts.netloc or host
+    return host, parts.port or 80, parts.netloc.rpartition("@")[2] or host  # no user:pass@
 
 
 RESOLVE_TTL_S = 30.0

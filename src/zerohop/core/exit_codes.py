@@ -9,6 +9,8 @@ failed or left early (the run is partial) · 128 + N stopped by signal N (130 SI
 
 from __future__ import annotations
 
+from zerohop.core.redaction import known_secrets, scrub
+
 EXIT_OK = 0
 EXIT_SLO = 1
 EXIT_REGRESSION = 1  # compare and nightly: a gate found the run worse
@@ -20,10 +22,12 @@ EXIT_INTERRUPTED_BASE = 128
 
 
 class RunError(Exception):
-    """An error with its exit code, shown to the user as one line."""
+    """An error with its exit code, shown to the user as one line. Every command prints
+    it, so its message is scrubbed of secrets here (a URL's password, a key the
+    environment holds, a secret flag's value), once for all of them."""
 
     def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
+        super().__init__(scrub(message, known_secrets()))
         self.code = code
 
 

@@ -17,7 +17,9 @@ from typing import Any
 import gevent
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED
+from zerohop.core.redaction import known_secrets, scrub
 from zerohop.loadgen import options as opt
+from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
 from zerohop.storage import run_folder as results
 
@@ -30,6 +32,7 @@ def install(events: Any) -> None:
         return
     setattr(events, _INSTALLED, True)
     events.init_command_line_parser.add_listener(opt.add_arguments)
+    events.init.add_listener(scrub_log_output)  # first: before anything is logged
     events.init.add_listener(_on_init)
     events.test_start.add_listener(_on_test_start)
     events.test_stopping.add_listener(_on_test_stopping)
@@ -49,7 +52,7 @@ def _role(runner: Any) -> str:
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     """Bad input at start-up: one line, the documented exit code, no traceback."""
-    print(f"zerohop: error: {message}", file=sys.stderr, flush=True)
+    print(f"zerohop: error: {scrub(message, known_secrets())}", file=sys.stderr, flush=True)
     sys.exit(code)
 
 

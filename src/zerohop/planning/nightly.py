@@ -44,6 +44,7 @@ from pydantic import (
 from zerohop.core.apis import DEFAULT_API, ApiName
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, RunError
 from zerohop.core.metrics import NIGHTLY_GATES, REQUEST_LATENCIES
+from zerohop.core.redaction import known_secrets, scrub
 from zerohop.planning.nightly_gates import (
     GateRow,
     compare_microbench,
@@ -203,7 +204,7 @@ def run_nightly(
         "profile": config.name,
         "fingerprint": config.fingerprint(),
         "label": label,
-        "sim_args": config.target.sim_args,
+        "sim_args": scrub(config.target.sim_args, known_secrets()),  # may hold --api-key
         "samples": [str(d.relative_to(history_dir)) for d in sample_dirs],
         "figures": sample_figures(sample_dirs, config.compare.metrics),
         "microbench": microbench_medians(sample_dirs),

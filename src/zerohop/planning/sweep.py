@@ -31,6 +31,7 @@ import click
 
 from zerohop.core.apis import API_NAMES, DEFAULT_API
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
+from zerohop.core.redaction import known_secrets, redact
 from zerohop.planning.sweep_page import write_sweep_page
 from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration
 from zerohop.runner.run_once import RunResult, run_once
@@ -324,7 +325,8 @@ def write_index(
         "points": [p.to_json() for p in points],
         "saturation": saturation,
     }
-    path = _write_json(sweep_dir / INDEX_FILE, index)
+    # the target's options may hold a key (`--sim-args "--api-key …"`), as the manifest's do
+    path = _write_json(sweep_dir / INDEX_FILE, redact(index, known_secrets()))
     write_sweep_page(sweep_dir, base.name, plan.mode, points, saturation,
                      finished=finished)  # the table page beside its data
     return path

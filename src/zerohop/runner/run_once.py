@@ -4,6 +4,7 @@ the summary, the report and the exit code (see `zerohop.core.exit_codes`)."""
 from __future__ import annotations
 
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from zerohop.core.exit_codes import (
     one_line,
 )
 from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE
+from zerohop.core.redaction import scrub
 from zerohop.runner.locust_process import last_error_line, run_locust
 from zerohop.runner.plan import RunPlan
 from zerohop.storage import run_folder as results
@@ -68,7 +70,7 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True,
         if client_certificate is not None:
             attach_certificate(run_dir, client_certificate)
         if announce:
-            click.echo(f"zerohop: target {host} · results {run_dir}")
+            click.echo(f"zerohop: target {scrub(host)} · results {run_dir}")  # no user:pass@
         locust_code = run_locust(plan, host, run_dir)
         if locust_code < EXIT_INTERRUPTED_BASE:
             _maybe_microbench(plan, run_dir)
@@ -87,10 +89,13 @@ def _arms_entry(plan: RunPlan) -> dict[str, Any]:
 
 
 def check_reachable(host: str) -> None:
-    """Exit 3 early, with one line, when nothing answers at the host."""
+    """Exit 3 early, with one line, when nothing answers at the host (a `user:pass@`
+    in the URL is not part of the address urllib would look up)."""
+    parts = urllib.parse.urlsplit(host)
+    address = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
     for path in ("/health", "/v1/models", "/"):
         try:
-            with urllib.request.urlopen(host.rstrip("/") + path, timeout=5):
+            with urllib.request.urlopen(address.rstrip("/") + path, timeout=5):
                 return
         except urllib.error.HTTPError:
             return  # something answers HTTP: reachable

@@ -97,7 +97,8 @@ class SimApp:
                 self.routes.setdefault(name, (engine, None))
             for adapter in served.lora.adapters:
                 self.routes[adapter.name] = (engine, adapter.name)
-        self.ground_truth = GroundTruthLog(config.ground_truth, self.anchor)
+        self.ground_truth = GroundTruthLog(config.ground_truth, self.anchor,
+                                           keep=config.ground_truth_keep)
         self.faults = FaultPlan(
             {
                 k: {"probability": v.probability, **(v.model_extra or {})}

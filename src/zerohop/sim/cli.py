@@ -91,6 +91,13 @@ from zerohop.sim.http_server import run_server
     help="Include every token's emission lag in the ground truth.",
 )
 @click.option(
+    "--ground-truth-keep",
+    type=int,
+    default=None,
+    help="Keep the last N ground-truth records in memory (default 20000; the file keeps "
+    "all): a long run's target memory stays bounded by it.",
+)
+@click.option(
     "--api-key",
     envvar="ZEROHOP_SIM_API_KEY",
     default=None,

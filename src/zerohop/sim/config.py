@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from zerohop.sim.ground_truth import KEEP_IN_MEMORY
 from zerohop.sim.profiles import load_profiles
 
 
@@ -187,6 +188,10 @@ class SimConfig(StrictModel):
     ground_truth_token_lags: bool = Field(
         default=False,
         description="Write every token's emission lag and write time into the ground truth",
+    )
+    ground_truth_keep: int = Field(
+        default=KEEP_IN_MEMORY, ge=1, description="The last N ground-truth records kept in "
+        "memory for GET /zerohop/ground_truth (the file keeps every one)"
     )
     timer_spin_us: int = Field(
         default=300, ge=0, description="Busy-wait at most this close to a step's end for a "
