@@ -171,6 +171,16 @@ class ToolCallConfig(StrictModel):
     )
 
 
+class StructuredOutputConfig(StrictModel):
+    """Requests that ask for a JSON schema are answered with a document that follows it
+    (answer_plan.py), except a share that answers with bare words."""
+
+    invalid_share: float = Field(
+        default=0.0, ge=0, le=1,
+        description="Share of structured-output requests answered with text that is not JSON",
+    )
+
+
 class SimConfig(StrictModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
@@ -183,6 +193,7 @@ class SimConfig(StrictModel):
     faults: dict[str, FaultRule] = Field(default_factory=dict)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     tool_calls: ToolCallConfig = Field(default_factory=ToolCallConfig)
+    structured_output: StructuredOutputConfig = Field(default_factory=StructuredOutputConfig)
     ground_truth: Path | None = None
     ground_truth_token_lags: bool = Field(
         default=False,
@@ -271,6 +282,7 @@ _NESTED_FLAGS = {
     "reasoning_share": ("reasoning", "share"),
     "reasoning_tokens": ("reasoning", "tokens"),
     "tool_call_probability": ("tool_calls", "probability"),
+    "invalid_json_share": ("structured_output", "invalid_share"),
 }
 _ENGINE_FLAGS = {
     "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks", "time_scale",

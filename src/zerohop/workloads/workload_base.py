@@ -66,8 +66,8 @@ class WorkloadBase(StrictModel):
     )
     api: ApiName | None = Field(
         default=None,
-        description="Protocol override: openai-chat | openai-completions | anthropic "
-        "(None: the run's default).",
+        description="Protocol override: openai-chat | openai-completions | anthropic | "
+        "openai-responses (None: the run's default).",
     )
     model: str | None = Field(
         default=None,
