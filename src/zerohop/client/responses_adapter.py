@@ -197,8 +197,8 @@ def _decode_event(event: SSEEvent, *, parts: bool = False) -> list[StreamItem]:
         return _opened_call(obj, parts)
     if kind in ("response.completed", "response.incomplete", "response.failed"):
         return _terminal(kind, obj)
-    if kind == "error":
-        return [error_from(obj)]
+    if kind == "error":  # `{"type": "error", "code", "message", "param"}`: named by its code
+        return [error_from({"code": obj.get("code"), "message": obj.get("message")})]
     return []  # created, in_progress, *.done, content_part.*: nothing generated
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, cast, get_args
 
-__all__ = ["APIS", "API_NAMES", "DEFAULT_API", "ApiName", "ApiSpec", "api_spec"]
+__all__ = ["APIS", "API_NAMES", "DEFAULT_API", "ApiName", "ApiSpec", "api_spec",
+           "structured_apis"]
 
 ApiName = Literal["openai-chat", "openai-completions", "anthropic", "openai-responses"]
 API_NAMES: tuple[ApiName, ...] = cast("tuple[ApiName, ...]", get_args(ApiName))
@@ -62,3 +63,8 @@ def api_spec(name: str) -> ApiSpec:
     if spec is None:
         raise ValueError(f"api: unknown API {name!r}; valid: {', '.join(API_NAMES)}")
     return spec
+
+
+def structured_apis() -> str:
+    """The APIs that take a JSON schema for the answer, for an error message."""
+    return " or ".join(spec.name for spec in APIS.values() if spec.structured_output)

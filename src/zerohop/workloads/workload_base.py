@@ -7,11 +7,12 @@ The kinds (`kinds`, `agent_spec`) add what they send on top.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from zerohop.core.apis import ApiName
+from zerohop.core.json_schema import check_schema
 from zerohop.core.slo import SloError, parse_slo_mapping, request_meets
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.policy_spec import Policy
@@ -98,11 +99,25 @@ class WorkloadBase(StrictModel):
         description="Objectives in the SLO grammar (docs/slo.md), e.g. {ttft_p99_ms: 500}: "
         "they decide this workload's goodput and verdict; a run's --slo replaces them.",
     )
+    response_format: dict[str, Any] | None = Field(
+        default=None,
+        description="Structured output: a JSON schema the answer must follow, sent as chat's "
+        "response_format (json_schema) or Responses' text.format; each ok answer is judged "
+        "(record field structured_output). Supported keywords: core/json_schema.py.",
+    )
     policy: Policy | None = Field(
         default=None,
         description="Client policy: timeouts, retries, continuation, fallback chain (None: one "
         "attempt per request, the run's timeouts).",
     )
+
+    @field_validator("response_format")
+    @classmethod
+    def _schema_in_the_supported_subset(cls, value: dict[str, Any] | None
+                                        ) -> dict[str, Any] | None:
+        if value is not None:
+            check_schema(value, "response_format")  # ValueError names the keyword
+        return value
 
     @field_validator("prompt_format")
     @classmethod
