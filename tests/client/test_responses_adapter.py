@@ -32,7 +32,7 @@ HISTORY = [
 
 
 def build(**fields: object) -> dict[str, object]:
-    req = GenerationRequest(model="m", max_tokens=32, **fields)  # type: ignore[arg-type]
+    req = GenerationRequest(model="m", max_tokens=32, **fields)
     adapter = create_adapter("openai-responses")
     request = adapter.build_request(req, api_key="sk-x", request_id="r1")
     assert (request.method, request.path) == ("POST", "/v1/responses")
@@ -67,9 +67,9 @@ def test_the_embedded_target_counts_a_responses_history_as_the_chat_one() -> Non
 
 
 def test_token_ids_and_stop_sequences_are_refused() -> None:
-    with pytest.raises(ValueError, match="^prompt:"):
+    with pytest.raises(ValueError, match=r"^prompt:"):
         build(prompt_token_ids=[1, 2])
-    with pytest.raises(ValueError, match="^stop:"):
+    with pytest.raises(ValueError, match=r"^stop:"):
         build(prompt="hi", stop=["\n"])
 
 

@@ -60,7 +60,7 @@ def test_schema_violation_names_where(document: Any, where: str | None) -> None:
     ("not a schema", "mapping"),
 ])
 def test_a_schema_outside_the_subset_is_refused(schema: Any, message: str) -> None:
-    with pytest.raises(ValueError, match="^response_format") as raised:
+    with pytest.raises(ValueError, match=r"^response_format") as raised:
         check_schema(schema)
     assert message in str(raised.value)
 
@@ -84,7 +84,7 @@ def test_the_openai_apis_carry_the_schema_and_the_others_refuse_it() -> None:
         req, api_key=None, request_id="r").body)
     assert responses["text"] == {"format": {"type": "json_schema", **fmt}}
     for api in ("openai-completions", "anthropic"):
-        with pytest.raises(ValueError, match="^response_format:"):
+        with pytest.raises(ValueError, match=r"^response_format:"):
             create_adapter(api).build_request(req, api_key=None, request_id="r")
 
 
