@@ -22,7 +22,6 @@ from zerohop.client.llm_client import LLMClient, RequestSpec
 from zerohop.client.policy import client_timeouts
 from zerohop.client.protocols import api_key_from_env
 from zerohop.client.structured_output import request_format
-from zerohop.core.apis import api_spec, structured_apis
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.prompt_sizing import (
     SIZED_BY_TOKEN_IDS,
@@ -105,9 +104,6 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     spec = _with_rate_override(environment, user_class, fitted_spec(
         environment, user_class, spec_for(environment, user_class)))
     api = spec.api or opt.option(environment, "zh_api")
-    if getattr(spec, "response_format", None) is not None and not api_spec(api).structured_output:
-        raise WorkloadError(f"workload '{spec.name}': response_format needs an API that takes "
-                            f"a JSON schema ({structured_apis()}), not {api}")
     model = spec.model or opt.option(environment, "zh_model") or first_model(environment.host)
     index, count = worker_position(environment)
     seed = spec.seed if spec.seed is not None else int(opt.option(environment, "zh_seed"))

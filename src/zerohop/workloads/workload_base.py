@@ -11,13 +11,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from zerohop.core.apis import ApiName
+from zerohop.core.apis import ApiName, api_spec, structured_apis
 from zerohop.core.json_schema import check_schema
 from zerohop.core.slo import SloError, parse_slo_mapping, request_meets
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.policy_spec import Policy
 
-__all__ = ["SloSpec", "TextPromptWorkload", "WorkloadBase"]
+__all__ = ["SloSpec", "TextPromptWorkload", "WorkloadBase", "structured_refusal"]
 
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -137,3 +137,13 @@ class TextPromptWorkload(WorkloadBase):
         if value != "text":
             raise ValueError("this kind builds its prompts from text: use prompt_format: text")
         return value
+
+
+def structured_refusal(spec: WorkloadBase, run_api: str) -> str | None:
+    """Why `spec` cannot run on the API it would use (its own `api`, else the run's): its
+    `response_format` needs an API that takes a JSON schema. None when it can."""
+    api = spec.api or run_api
+    if spec.response_format is not None and not api_spec(api).structured_output:
+        return (f"workload '{spec.name}' asks for a response_format and {api} takes no JSON "
+                f"schema: use --api {structured_apis()}")
+    return None
