@@ -20,6 +20,7 @@ A config file looks like::
       http_429: {probability: 0.02, retry_after: 1}
     reasoning: {share: 0.3, tokens: 512, sigma: 0.5}   # a reasoning model (answer_plan.py)
     tool_calls: {probability: 0.5, argument_tokens: 12}  # for requests that offer tools
+    structured_output: {invalid_share: 0.1}  # JSON-schema requests answered with bare words
 
 Each served model gets its own engine (its own simulated GPUs). Without `models` the
 sim serves one model built from `--gpu/--model/--tp`.
