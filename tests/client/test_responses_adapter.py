@@ -8,7 +8,14 @@ import json
 import pytest
 
 from zerohop.client.adapters import create_adapter
-from zerohop.client.protocols import GenerationRequest, StreamError, Terminator, ToolCallPart, Usage
+from zerohop.client.protocols import (
+    ContentDelta,
+    GenerationRequest,
+    StreamError,
+    Terminator,
+    ToolCallPart,
+    Usage,
+)
 from zerohop.client.sse import SSEEvent
 from zerohop.sim.responses_shape import responses_messages
 from zerohop.sim.tokens import count_chat_tokens
@@ -117,3 +124,14 @@ def test_a_non_streamed_response_reads_its_output_items() -> None:
     decoded = create_adapter("openai-responses").decode_response(body)
     assert (decoded.text, decoded.tool_calls) == ("hmm Hi", 1)
     assert decoded.usage == Usage(3, 4, 1, None)
+
+
+def test_per_token_logprobs_say_how_many_tokens_a_delta_holds() -> None:
+    adapter = create_adapter("openai-responses")
+    delta = {"type": "response.output_text.delta", "item_id": "m", "output_index": 0,
+             "content_index": 0, "delta": " big word", "sequence_number": 5}
+    counted = adapter.decode_event(SSEEvent(json.dumps({**delta, "logprobs": [
+        {"token": " big", "logprob": -0.1}, {"token": " word", "logprob": -0.2}]}), None))
+    assert counted == [ContentDelta(" big word", 2)]
+    silent = adapter.decode_event(SSEEvent(json.dumps({**delta, "logprobs": []}), None))
+    assert silent == [ContentDelta(" big word", None)]

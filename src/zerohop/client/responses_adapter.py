@@ -184,7 +184,13 @@ def _decode_event(event: SSEEvent, *, parts: bool = False) -> list[StreamItem]:
     thinking = _TEXT_DELTAS.get(kind)
     if thinking is not None:
         text = optional_str(obj, "delta", "openai-responses")
-        return [ContentDelta(text, reasoning=thinking)] if text else []
+        if not text:
+            return []
+        # per-token logprobs (when asked for) are the only place that says how many
+        # tokens a delta holds; the default `logprobs: []` says nothing
+        logprobs = obj.get("logprobs")
+        tokens = len(logprobs) if isinstance(logprobs, list) and logprobs else None
+        return [ContentDelta(text, tokens, reasoning=thinking)]
     if kind == "response.function_call_arguments.delta":
         text = optional_str(obj, "delta", "openai-responses")
         if not text:
