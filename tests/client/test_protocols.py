@@ -611,10 +611,10 @@ def test_generation_request_validation_names_the_field() -> None:
 
 # --- registry and keys --------------------------------------------------------------
 def test_registry_names_and_unknown_name() -> None:
-    assert API_NAMES == ("openai-chat", "openai-completions", "anthropic")
+    assert API_NAMES == ("openai-chat", "openai-completions", "anthropic", "openai-responses")
     for name in API_NAMES:
         assert create_adapter(name).name == name
-    with pytest.raises(ValueError, match="openai-chat, openai-completions, anthropic"):
+    with pytest.raises(ValueError, match="openai-chat, openai-completions, anthropic, openai-r"):
         create_adapter("openai")
 
 

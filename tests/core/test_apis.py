@@ -103,5 +103,6 @@ def test_an_unknown_api_names_the_valid_ones() -> None:
     with pytest.raises(ValueError) as raised:
         api_spec("openai")
     assert str(raised.value) == (
-        "api: unknown API 'openai'; valid: openai-chat, openai-completions, anthropic"
+        "api: unknown API 'openai'; valid: openai-chat, openai-completions, anthropic, "
+        "openai-responses"
     )

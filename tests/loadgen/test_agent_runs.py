@@ -93,7 +93,8 @@ def test_an_agent_on_the_completions_api_is_refused_before_any_load(tmp_path: Pa
     res = zerohop("run", "--workload", str(AGENT_YAML), "--api", "openai-completions",
                   "--duration", "5s", "--results-dir", str(results))
     assert_one_line_error(res, 2, "workload 'agent' is an agent loop and openai-completions "
-                                  "has no tools: use --api openai-chat or anthropic")
+                                  "has no tools: use --api openai-chat or anthropic or "
+                                  "openai-responses")
     assert len(res.stderr.strip().splitlines()) == 1
     assert not results.exists()  # refused with the flags: nothing started
     # the class named on the command line (its default file): refused by Locust's start

@@ -230,7 +230,7 @@ def test_the_agent_class_runs_when_named_and_needs_an_api_with_tools(tmp_path: P
         select_workloads(pairs, asked={"Agent"}, target=None, api="openai-completions")
     assert str(refused.value) == (
         "Agent: workload 'agent' is an agent loop and openai-completions has no tools: "
-        "use --api openai-chat or anthropic")
+        "use --api openai-chat or anthropic or openai-responses")
     # a workload that names its own API with tools runs whatever the run's
     own = _file(tmp_path, "kind: agent\nname: loops\napi: anthropic\n")
     found = plan_candidates(templates, load_workloads([own]), named=())

@@ -65,7 +65,7 @@ EXPECTED_OUTCOME: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("api", ["openai-chat", "anthropic"])
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic", "openai-responses"])
 def test_each_fault_gets_its_outcome_under_gevent(api: str, tmp_path: Path) -> None:
     assert EXPECTED_OUTCOME.keys() == FAULTS.keys()
     truth_path = tmp_path / "truth.jsonl"

@@ -62,7 +62,7 @@ def ground_truth(sim: SimProcess, request_id: str) -> dict[str, Any]:
     return record
 
 
-@pytest.mark.parametrize("api", ["openai-chat", "anthropic"])
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic", "openai-responses"])
 def test_the_first_output_token_comes_after_the_thinking(
     thinking_sim: SimProcess, api: str
 ) -> None:
@@ -78,12 +78,14 @@ def test_the_first_output_token_comes_after_the_thinking(
     assert len({r.reasoning_tokens for r in records}) > 1  # the length is drawn per request
 
 
-@pytest.mark.parametrize("api", ["openai-chat", "anthropic"])
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic", "openai-responses"])
 def test_a_request_offering_tools_is_answered_with_one_call(
     thinking_sim: SimProcess, api: str
 ) -> None:
-    tools = OPENAI_TOOLS if api == "openai-chat" else ANTHROPIC_TOOLS
-    (record,) = measure(thinking_sim, api, 1, extra_body={"tools": tools})
+    offered: dict[str, Any] = (
+        {"tools": OPENAI_TOOLS} if api == "openai-responses"  # the adapter flattens them
+        else {"extra_body": {"tools": OPENAI_TOOLS if api == "openai-chat" else ANTHROPIC_TOOLS}})
+    (record,) = measure(thinking_sim, api, 1, **offered)
     truth = ground_truth(thinking_sim, record.request_id)
     assert record.outcome == "ok" and record.tool_calls == 1 == truth["tool_calls"]
     assert record.ttfo_ms is not None and record.ttft_ms is not None
@@ -120,6 +122,28 @@ def test_the_openai_sdk_reads_reasoning_and_tool_call_streams(thinking_sim: SimP
     usage = chunks[-1].usage
     assert usage is not None and usage.completion_tokens_details is not None
     assert usage.completion_tokens_details.reasoning_tokens == sum(1 for t in thinking if t)
+
+
+def test_the_openai_sdk_reads_a_responses_reasoning_and_tool_call_stream(
+        thinking_sim: SimProcess) -> None:
+    tool = {"type": "function", **OPENAI_TOOLS[0]["function"]}  # type: ignore[dict-item]
+    events = list(oai(thinking_sim).responses.create(
+        model=MODEL, input=MESSAGES, max_output_tokens=100, tools=[tool], stream=True))  # type: ignore[arg-type]
+    kinds = [e.type for e in events]
+    thinking = [e.delta for e in events if e.type == "response.reasoning_text.delta"]
+    fragments = [e.delta for e in events if e.type == "response.function_call_arguments.delta"]
+    assert thinking and fragments and kinds[-1] == "response.completed"
+    assert kinds.index("response.reasoning_text.done") < kinds.index(
+        "response.function_call_arguments.delta")
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    final = events[-1].response
+    reasoning, call = final.output
+    assert reasoning.type == "reasoning" and call.type == "function_call"
+    assert call.name == "get_weather" and call.arguments == "".join(fragments)
+    assert set(json.loads(call.arguments)) == {"city"}
+    assert final.usage is not None
+    assert final.usage.output_tokens_details.reasoning_tokens == len(thinking)
+    assert final.usage.output_tokens == len(thinking) + len(fragments)
 
 
 def test_the_openai_sdk_reads_a_reasoning_tool_call_body(thinking_sim: SimProcess) -> None:

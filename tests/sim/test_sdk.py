@@ -3,6 +3,8 @@ correct usage."""
 
 from __future__ import annotations
 
+import json
+
 import anthropic
 import openai
 import pytest
@@ -165,3 +167,41 @@ def test_in_stream_error_surfaces_in_the_openai_sdk(sim: SimProcess) -> None:
     with pytest.raises(openai.APIError, match="injected stream error"):
         for _ in stream:
             pass
+
+
+def test_responses_streaming_with_usage(sim: SimProcess) -> None:
+    stream = oai(sim).responses.create(
+        model=MODEL, input=[{"role": "user", "content": PROMPT}], max_output_tokens=12,
+        stream=True, extra_body={"ignore_eos": True},
+    )
+    events = list(stream)
+    kinds = [e.type for e in events]
+    assert kinds[:4] == ["response.created", "response.in_progress",
+                         "response.output_item.added", "response.content_part.added"]
+    assert kinds[-1] == "response.completed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert len(deltas) == 12 and all(text.strip() for text in deltas)
+    final = events[-1].response
+    assert final.status == "incomplete" and final.incomplete_details is not None
+    assert final.incomplete_details.reason == "max_output_tokens"
+    assert final.output_text == "".join(deltas)
+    assert final.usage is not None
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (CHAT_PROMPT_TOKENS, 12)
+
+
+def test_responses_function_call_and_non_streaming(sim: SimProcess) -> None:
+    tool = {"type": "function", "name": "search",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}
+    events = list(oai(sim).responses.create(
+        model=MODEL, input=PROMPT, max_output_tokens=20, stream=True, tools=[tool],
+        tool_choice="required",
+    ))
+    fragments = [e.delta for e in events if e.type == "response.function_call_arguments.delta"]
+    (call,) = [item for item in events[-1].response.output if item.type == "function_call"]
+    assert call.name == "search" and call.arguments == "".join(fragments)
+    assert set(json.loads(call.arguments)) == {"query"}
+    reply = oai(sim).responses.create(model=MODEL, input=PROMPT, max_output_tokens=7,
+                                      extra_body={"ignore_eos": True})
+    assert reply.usage is not None and reply.usage.output_tokens == 7
+    assert len(reply.output_text.split()) == 7

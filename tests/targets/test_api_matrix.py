@@ -82,7 +82,8 @@ AGENT = """
 """
 
 
-@pytest.mark.parametrize("api", ["openai-chat", "openai-completions", "anthropic"])
+@pytest.mark.parametrize("api", ["openai-chat", "openai-completions", "anthropic",
+                                 "openai-responses"])
 def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> None:
     workloads = tmp_path / "matrix.yaml"
     workloads.write_text(WORKLOADS + (AGENT if APIS[api].tools else ""))

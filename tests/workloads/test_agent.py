@@ -105,7 +105,7 @@ def test_the_shipped_file_and_the_defaults() -> None:
 
 @pytest.mark.parametrize(("fields", "where", "says"), [
     ({"api": "openai-completions"}, "api", "openai-completions has no tools: use openai-chat "
-                                           "or anthropic"),
+                                           "or anthropic or openai-responses"),
     ({"prompt_format": "token_ids"}, "prompt_format", "token_ids"),
     ({"tools": []}, "tools", "at least 1"),
     ({"tools": [WEATHER, WEATHER]}, "tools", "each tool name once (twice: get_weather)"),
@@ -129,7 +129,7 @@ def test_the_runs_api_must_have_tools() -> None:
     assert tools_refusal(spec, "anthropic") is None
     refusal = tools_refusal(spec, "openai-completions")
     assert refusal == ("workload 'agent' is an agent loop and openai-completions has no "
-                       "tools: use --api openai-chat or anthropic")
+                       "tools: use --api openai-chat or anthropic or openai-responses")
     assert tools_refusal(_spec(api="anthropic"), "openai-completions") is None  # its own
     conversation = parse_workloads({"kind": "conversation", "name": "c"}).workloads[0]
     assert tools_refusal(conversation, "openai-completions") is None

@@ -32,6 +32,7 @@ from zerohop.analysis.run_data import RunData
 from zerohop.analysis.run_summary import summarise_run
 from zerohop.analysis.sessions import SessionAnalysis, summarise_sessions
 from zerohop.analysis.slo import SloResult
+from zerohop.analysis.structured_output import StructuredShare, structured_shares
 from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
 from zerohop.analysis.timeseries import (
     Lane,
@@ -102,6 +103,7 @@ class RunAnalysis:
     token_counts: TokenCounts | None = None  # the client's counts beside the server's
     window: MeasuredWindow | None = None  # what every rate in `summaries` is divided by
     sessions: SessionAnalysis | None = None  # conversations, caches, reasoning, tools
+    structured: list[StructuredShare] = field(default_factory=list)  # JSON-schema answers
 
     @property
     def total(self) -> WorkloadSummary:
@@ -167,6 +169,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         token_counts=summarise_token_counts(requests),
         window=summary.window,
         sessions=summarise_sessions(requests, telemetry, timeline.coarsened(MAX_CHART_POINTS)),
+        structured=structured_shares(requests),
     )
 
 

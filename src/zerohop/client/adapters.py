@@ -5,11 +5,13 @@ from __future__ import annotations
 from zerohop.client.anthropic_adapter import AnthropicMessagesAdapter
 from zerohop.client.openai_adapters import OpenAIChatAdapter, OpenAICompletionsAdapter
 from zerohop.client.protocols import ApiAdapter
+from zerohop.client.responses_adapter import OpenAIResponsesAdapter
 from zerohop.core.apis import api_spec
 
 _ADAPTERS: dict[str, type[ApiAdapter]] = {
     adapter.name: adapter
-    for adapter in (OpenAIChatAdapter, OpenAICompletionsAdapter, AnthropicMessagesAdapter)
+    for adapter in (OpenAIChatAdapter, OpenAICompletionsAdapter, AnthropicMessagesAdapter,
+                    OpenAIResponsesAdapter)
 }
 
 

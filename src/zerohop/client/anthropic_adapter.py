@@ -68,6 +68,8 @@ class AnthropicMessagesAdapter:
     ) -> HttpRequest:
         if req.messages is None and req.prompt is None:
             raise ValueError(f"prompt: {self.name} needs prompt or messages, not token ids")
+        if req.response_format is not None:
+            raise ValueError(f"response_format: {self.name} takes no JSON schema")
         messages = anthropic_messages(chat_messages(req))
         # Anthropic takes the system prompt as a field, not as a message
         system_parts = [req.system] if req.system is not None else []

@@ -15,10 +15,12 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from zerohop.client.http_stream import END_RESET, RawExchange, Reactor, Timeouts, stream_request
 from zerohop.client.measure import StreamDecode, build_record
 from zerohop.client.protocols import ApiAdapter, GenerationRequest, HttpRequest, StreamedToolCall
+from zerohop.client.structured_output import judge_answer
 from zerohop.core import records as rec
 from zerohop.core.records import ClockAnchor, RequestRecord
 
@@ -74,6 +76,9 @@ class RequestSpec:
     # an interleaved comparison's arm (`client.arms`): which of the client's base URLs
     # the request goes to; None: its one base URL
     arm: str | None = None
+    # structured output: the JSON schema the answer is judged against (the request
+    # carries it in `generation.response_format`); None: no judgement
+    response_schema: dict[str, Any] | None = None
 
 
 class LLMClient:
@@ -145,8 +150,11 @@ class LLMClient:
         )
         if spec.queue_wait_ns is not None:
             record.queue_wait_ms = spec.queue_wait_ns / 1e6
-        if spec.answer is not None:
-            spec.answer.clear()
+        # structured output is judged on the answer's text: collect it even when the
+        # caller keeps none (a conversation keeps its own, for the next turn's history)
+        answer = spec.answer if spec.answer is not None or spec.response_schema is None else []
+        if answer is not None:
+            answer.clear()
         if spec.tool_calls is not None:
             spec.tool_calls.clear()
         http_request = self.adapter.build_request(
@@ -155,13 +163,15 @@ class LLMClient:
         collect_calls = spec.tool_calls is not None
         exchange, scan = self._exchange(
             http_request, self.url_of(spec.arm),
-            lambda: StreamDecode(self.adapter, answer=spec.answer, collect_calls=collect_calls))
+            lambda: StreamDecode(self.adapter, answer=answer, collect_calls=collect_calls))
         build_record(
             record, exchange, self.adapter, self.anchor,
             scheduled_perf_ns=spec.scheduled_perf_ns, queue_wait_ns=spec.queue_wait_ns,
-            pause=self._pause, answer=spec.answer,
+            pause=self._pause, answer=answer,
             tool_calls=spec.tool_calls, scan=scan,
         )
+        if spec.response_schema is not None and answer is not None and record.outcome == rec.OK:
+            record.structured_output = judge_answer("".join(answer), spec.response_schema)
         if spec.agent_step is not None and spec.agent_max_steps is not None:
             record.agent_end = rec.agent_loop_end(
                 ok=record.outcome == rec.OK, tool_calls=record.tool_calls or 0,

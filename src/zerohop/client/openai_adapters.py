@@ -64,6 +64,8 @@ class _OpenAIBase:
             body["tools"] = [dict(tool) for tool in req.tools]
         if req.tool_choice is not None:
             body["tool_choice"] = req.tool_choice
+        if req.response_format is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": req.response_format}
         body["stream"] = stream
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -213,6 +215,8 @@ class OpenAICompletionsAdapter(_OpenAIBase):
             raise ValueError(f"messages: {self.name} takes a prompt, not chat messages")
         if req.tools:
             raise ValueError(f"tools: {self.name} has no tools")
+        if req.response_format is not None:
+            raise ValueError(f"response_format: {self.name} takes no JSON schema")
         if req.system is not None:
             raise ValueError(f"system: {self.name} has no system prompt; put it in prompt")
         if req.prompt_token_ids is not None:

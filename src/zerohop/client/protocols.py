@@ -156,6 +156,9 @@ class GenerationRequest:
     # converts them), and `auto` | `required` | `none`; chat and messages APIs only
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | None = None
+    # a JSON schema the answer must follow: `{"name", "schema", "strict"}`, sent as chat's
+    # `response_format.json_schema` or Responses' `text.format` (APIs that have one only)
+    response_format: dict[str, Any] | None = None
     temperature: float = 0.0
     stop: list[str] | None = None
     ignore_eos: bool = False  # sent only where the server supports it (OpenAI-style/vLLM)

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal, cast, get_args
 
-__all__ = ["APIS", "API_NAMES", "DEFAULT_API", "ApiName", "ApiSpec", "api_spec"]
+__all__ = ["APIS", "API_NAMES", "DEFAULT_API", "ApiName", "ApiSpec", "api_spec",
+           "structured_apis"]
 
-ApiName = Literal["openai-chat", "openai-completions", "anthropic"]
+ApiName = Literal["openai-chat", "openai-completions", "anthropic", "openai-responses"]
 API_NAMES: tuple[ApiName, ...] = cast("tuple[ApiName, ...]", get_args(ApiName))
 DEFAULT_API: ApiName = "openai-chat"
 
@@ -28,6 +29,8 @@ class ApiSpec:
     `takes_token_ids`: a prompt may be a list of token ids instead of text.
     `tools`: a request may offer tools, and the history may carry the model's tool calls
     and their results (what an agent loop needs).
+    `structured_output`: a request may ask for an answer that follows a JSON schema
+    (chat's `response_format`, Responses' `text.format`).
     `key_env`: the vendor's usual API-key variable (ZEROHOP_API_KEY overrides it).
     """
 
@@ -35,6 +38,7 @@ class ApiSpec:
     chat_messages: bool
     takes_token_ids: bool
     tools: bool
+    structured_output: bool
     key_env: str
 
 
@@ -42,11 +46,13 @@ APIS: Mapping[ApiName, ApiSpec] = MappingProxyType({
     spec.name: spec
     for spec in (
         ApiSpec("openai-chat", chat_messages=True, takes_token_ids=False, tools=True,
-                key_env="OPENAI_API_KEY"),
+                structured_output=True, key_env="OPENAI_API_KEY"),
         ApiSpec("openai-completions", chat_messages=False, takes_token_ids=True, tools=False,
-                key_env="OPENAI_API_KEY"),
+                structured_output=False, key_env="OPENAI_API_KEY"),
         ApiSpec("anthropic", chat_messages=True, takes_token_ids=False, tools=True,
-                key_env="ANTHROPIC_API_KEY"),
+                structured_output=False, key_env="ANTHROPIC_API_KEY"),
+        ApiSpec("openai-responses", chat_messages=True, takes_token_ids=False, tools=True,
+                structured_output=True, key_env="OPENAI_API_KEY"),
     )
 })
 
@@ -57,3 +63,8 @@ def api_spec(name: str) -> ApiSpec:
     if spec is None:
         raise ValueError(f"api: unknown API {name!r}; valid: {', '.join(API_NAMES)}")
     return spec
+
+
+def structured_apis() -> str:
+    """The APIs that take a JSON schema for the answer, for an error message."""
+    return " or ".join(spec.name for spec in APIS.values() if spec.structured_output)

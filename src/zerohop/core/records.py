@@ -26,6 +26,11 @@ CANCELLED = "cancelled"
 # whose last call failed, or that the end of the run cut short, has neither
 AGENT_ANSWERED = "answer"  # the model answered without calling a tool
 AGENT_CAPPED = "cap"  # the model still called a tool at the loop's `max_steps`
+# a structured-output answer (`structured_output`): it parsed and followed the schema,
+# it was not JSON at all, or it parsed and broke the schema
+STRUCTURED_VALID = "valid"
+STRUCTURED_INVALID_JSON = "invalid_json"
+STRUCTURED_SCHEMA_MISMATCH = "schema_mismatch"
 
 
 def http_outcome(status: int) -> str:
@@ -148,6 +153,10 @@ class RequestRecord:
     # token after it (= ttft_ms when no reasoning came first; None when no answer came)
     ttfo_ms: float | None = None
     reasoning_tokens: int | None = None
+    # structured output (a workload's `response_format`): what the answer of an ok
+    # request was against the schema: STRUCTURED_VALID, STRUCTURED_INVALID_JSON or
+    # STRUCTURED_SCHEMA_MISMATCH; None when no schema was asked for or no answer came
+    structured_output: str | None = None
     # an interleaved comparison (`zerohop run --compare-layer`): the arm the request was
     # assigned to (`direct`, `layer`, a routing policy's name); None outside one
     arm: str | None = None

@@ -21,6 +21,7 @@ from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import LLMClient, RequestSpec
 from zerohop.client.policy import client_timeouts
 from zerohop.client.protocols import api_key_from_env
+from zerohop.client.structured_output import request_format
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.prompt_sizing import (
     SIZED_BY_TOKEN_IDS,
@@ -57,6 +58,10 @@ class WorkloadBinding:
         spec = to_request_spec(planned, self.api, self.model,
                                scheduled_perf_ns=scheduled_perf_ns)
         spec.prompt_token_source = self.prompt_token_source
+        schema = getattr(self.spec, "response_format", None)
+        if schema is not None:  # structured output: asked for, then judged
+            spec.generation.response_format = request_format(schema, self.spec.name)
+            spec.response_schema = schema
         if self.arms is not None:  # a session's turns share the arm of its first
             spec.arm = self.arms.next_arm(getattr(planned, "session_id", None))
         return spec

@@ -172,6 +172,12 @@ def headline_figures(analysis: RunAnalysis) -> list[dict[str, str]]:
             f"({fmt.pct(total.good_fraction * 100.0)} good)",
         },
     ]
+    for share in analysis.structured:  # workloads that asked for a JSON schema
+        rows.append({
+            "label": f"structured output · {share.workload}",
+            "value": f"{fmt.pct(share.valid_share * 100.0)} valid, "
+            f"{fmt.pct(share.parsed_share * 100.0)} parse, of {fmt.count(share.answers)} answers",
+        })
     delivery = next((r for r in analysis.reads if r.workload == total.workload), None)
     for metric in REQUEST_LATENCIES:
         dist, label = total.latency.get(metric), title(metric)

@@ -8,7 +8,14 @@ together, as it does on vLLM. A tool call's answer is its JSON arguments,
 `ToolCallConfig.argument_tokens` tokens long (with `ignore_eos`, as every answer, up to
 `max_tokens`). The draws are seeded by (seed, request_id), like the answer length
 (tokens.py), so a client that sets x-request-id gets the same plan in any arrival order.
-Chat completions and Anthropic messages only: /v1/completions has a place for neither.
+Chat completions, Responses and Anthropic messages only: /v1/completions has a place for
+neither.
+
+Structured output: a chat request's `response_format.json_schema.schema` or a Responses
+request's `text.format.schema` makes the answer a JSON document that follows the schema
+(structured_answer.py), its words in the document's one string slot; a configured share
+of them (`structured_output.invalid_share`) answers with the bare words instead, which
+no JSON parser takes (so a client's validity share has something to find).
 
 `tool_choice` is honoured: "none" never calls, "required" (OpenAI) / "any" (Anthropic)
 and a named function always call (the named one), "auto" or none given leaves it to
@@ -18,12 +25,14 @@ the probability.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 from dataclasses import dataclass
 from typing import Any
 
-from zerohop.sim.config import ReasoningConfig, ToolCallConfig
+from zerohop.sim.config import ReasoningConfig, StructuredOutputConfig, ToolCallConfig
+from zerohop.sim.structured_answer import requested_schema, schema_frame
 
 DEFAULT_ARGUMENT = "query"  # the argument's key when the tool's schema names none
 
@@ -41,15 +50,24 @@ class ToolCallPlan:
 @dataclass(frozen=True, slots=True)
 class AnswerPlan:
     """`reasoning` thinking tokens first, then the answer: text, or `tool`'s call.
-    `word_offset` is where the request's generated words start (tokens.word_offset)."""
+    `word_offset` is where the request's generated words start (tokens.word_offset).
+    `json_frame`: a structured answer's text before and after its words."""
 
     reasoning: int = 0
     tool: ToolCallPlan | None = None
     word_offset: int = 0
+    json_frame: tuple[str, str] | None = None
 
     @property
     def plain(self) -> bool:
-        return self.reasoning == 0 and self.tool is None
+        return self.reasoning == 0 and self.tool is None and self.json_frame is None
+
+    def argument_frame(self) -> tuple[str, str]:
+        """The text before and after the answer's words: a tool call's one-argument JSON
+        object, a structured answer's document, or nothing."""
+        if self.tool is not None:
+            return "{" + json.dumps(self.tool.argument) + ':"', '"}'
+        return self.json_frame or ("", "")
 
     def output_tokens(
         self, drawn: int, *, max_tokens: int, ignore_eos: bool, min_tokens: int
@@ -84,9 +102,10 @@ def draw_answer_plan(
     seed: int,
     request_id: str,
     word_offset: int,
+    structured: StructuredOutputConfig | None = None,
 ) -> AnswerPlan:
     """The plan of one request's answer (see the module docstring)."""
-    if api not in ("chat", "messages"):
+    if api not in ("chat", "messages", "responses"):
         return PLAIN_ANSWER
     thinking = 0
     if reasoning.share > 0:
@@ -95,9 +114,15 @@ def draw_answer_plan(
             median = math.log(reasoning.tokens)
             thinking = max(1, round(math.exp(median + reasoning.sigma * rng.gauss())))
     tool = _draw_tool_call(api, body, tool_calls, _rng(seed, request_id, "tool"))
-    if thinking == 0 and tool is None:
+    frame = None
+    schema = requested_schema(api, body)
+    if schema is not None:
+        invalid = structured.invalid_share if structured is not None else 0.0
+        if not _rng(seed, request_id, "structured").random() < invalid:
+            frame = schema_frame(schema)
+    if thinking == 0 and tool is None and frame is None:
         return PLAIN_ANSWER
-    return AnswerPlan(thinking, tool, word_offset)
+    return AnswerPlan(thinking, tool, word_offset, frame)
 
 
 def _draw_tool_call(
@@ -116,9 +141,10 @@ def _draw_tool_call(
 
 
 def offered_tools(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:
-    """(name, argument key) of each tool the request offers: OpenAI's
-    `{"type": "function", "function": {"name", "parameters"}}`, Anthropic's
-    `{"name", "input_schema"}`. Entries it cannot read are skipped."""
+    """(name, argument key) of each tool the request offers: OpenAI chat's
+    `{"type": "function", "function": {"name", "parameters"}}`, Responses'
+    `{"type": "function", "name", "parameters"}`, Anthropic's `{"name", "input_schema"}`.
+    Entries it cannot read are skipped."""
     tools = body.get("tools")
     if not isinstance(tools, list):
         return []
@@ -130,7 +156,7 @@ def offered_tools(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:
         if not isinstance(spec, dict):
             continue
         name = spec.get("name")
-        schema = spec.get("parameters" if api == "chat" else "input_schema")
+        schema = spec.get("input_schema" if api == "messages" else "parameters")
         if isinstance(name, str) and name:
             found.append((name, _first_property(schema)))
     return found
@@ -138,7 +164,8 @@ def offered_tools(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:
 
 def tool_choice(api: str, body: dict[str, Any]) -> tuple[str, str | None]:
     """("none" | "auto" | "required", the function it names): OpenAI's "none", "auto",
-    "required" or `{"type": "function", "function": {"name"}}`; Anthropic's
+    "required" or `{"type": "function", "function": {"name"}}` (Responses:
+    `{"type": "function", "name"}`); Anthropic's
     `{"type": "none" | "auto" | "any" | "tool", "name"}`. Absent or unreadable: auto."""
     choice = body.get("tool_choice")
     if isinstance(choice, str):
@@ -149,6 +176,9 @@ def tool_choice(api: str, body: dict[str, Any]) -> tuple[str, str | None]:
     if api == "chat" and kind == "function":
         function = choice.get("function")
         name = function.get("name") if isinstance(function, dict) else None
+        return "required", name if isinstance(name, str) else None
+    if api == "responses" and kind == "function":
+        name = choice.get("name")
         return "required", name if isinstance(name, str) else None
     if api == "messages" and kind in ("none", "any", "tool"):
         name = choice.get("name") if kind == "tool" else None

@@ -34,6 +34,7 @@ from zerohop.sim.api_shapes import (
     _openai_usage,
     anthropic_stop_reason,
 )
+from zerohop.sim.responses_shape import ResponsesShape
 from zerohop.sim.tokens import generated_text
 
 _OPEN_TAIL = b'"logprobs":null,"finish_reason":null}]}\n\n'
@@ -48,6 +49,8 @@ def shape_for(
     include_usage: bool,
     prompt_tokens: int,
     cached_tokens: int | None,
+    word_offset: int = 0,
+    max_tokens: int = 0,
 ) -> WireShape:
     """The byte builders of one request's response."""
     created = int(time.time())
@@ -57,15 +60,11 @@ def shape_for(
         return PlannedChatShape(request_id, model, created, include_usage, answer)
     if api == "completions":
         return CompletionShape(request_id, model, created, include_usage)
+    if api == "responses":
+        return ResponsesShape(request_id, model, created, answer, word_offset, max_tokens)
     if answer.plain:
         return MessagesShape(request_id, model, prompt_tokens, cached_tokens)
     return PlannedMessagesShape(request_id, model, prompt_tokens, cached_tokens, answer)
-
-
-def _arguments(answer: AnswerPlan) -> tuple[str, str]:
-    """The text before and after the words of a call's arguments."""
-    key = answer.tool.argument if answer.tool is not None else ""
-    return "{" + json.dumps(key) + ':"', '"}'
 
 
 def _escaped(text: str) -> bytes:
@@ -84,7 +83,7 @@ class PlannedChatShape(ChatShape):
         choice = b"data: " + self._head + b',"choices":[{"index":0,"delta":'
         self._think_open = choice + b'{"reasoning_content":"'
         self.call_id = "chatcmpl-tool-" + request_id
-        before, after = _arguments(answer)
+        before, after = answer.argument_frame()
         self._args_before, self._args_after = _escaped(before), _escaped(after)
         self._args_open = choice + b'{"tool_calls":[{"index":0,"function":{"arguments":"'
         self._call_open = b""
@@ -100,7 +99,7 @@ class PlannedChatShape(ChatShape):
         if index < self.answer.reasoning:
             return self._think_open + piece + b'"},' + _OPEN_TAIL
         if self.answer.tool is None:
-            return super().token_event(index, piece)
+            return super().token_event(index, self._framed(index, piece, last=False))
         return self._call_fragment(index, piece, None)
 
     def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
@@ -108,8 +107,15 @@ class PlannedChatShape(ChatShape):
         if index < answer.reasoning:
             return self._think_open + piece + b'"},' + _finish(finish_reason)
         if answer.tool is None:
-            return super().last_token_event(index, piece, finish_reason)
+            return super().last_token_event(index, self._framed(index, piece, last=True),
+                                            finish_reason)
         return self._call_fragment(index, piece, _tool_reason(finish_reason, "tool_calls"))
+
+    def _framed(self, index: int, piece: bytes, *, last: bool) -> bytes:
+        """A text answer's token with a structured answer's document around its words
+        (the opening with the first answer token, the closing with the last)."""
+        before = self._args_before if index == self.answer.reasoning else b""
+        return before + piece + (self._args_after if last else b"")
 
     def _call_fragment(self, index: int, piece: bytes, finish_reason: str | None) -> bytes:
         first = index == self.answer.reasoning
@@ -129,9 +135,10 @@ class PlannedChatShape(ChatShape):
         choice = body["choices"][0]
         message = choice["message"]
         message["reasoning_content"] = thought or None
-        message["content"] = said or None
+        before, after = answer.argument_frame()
+        framed = before + said + after if completion > answer.reasoning else said
+        message["content"] = framed or None
         if answer.tool is not None and answer.tool_calls_in(completion):
-            before, after = _arguments(answer)
             function = {"name": answer.tool.name, "arguments": before + said + after}
             message["content"] = None
             message["tool_calls"] = [{"id": self.call_id, "type": "function", "function": function}]
@@ -163,7 +170,7 @@ class PlannedMessagesShape(MessagesShape):
         self.call_id = "toolu_" + request_id
         self.signature = base64.b64encode(f"zerohop-sim:{request_id}".encode()).decode()
         self._answer_index = 1 if answer.reasoning else 0
-        before, after = _arguments(answer)
+        before, after = answer.argument_frame()
         self._args_before, self._args_after = _escaped(before), _escaped(after)
         self._think = _delta_open(0) + b'"thinking_delta","thinking":"'
         kind = b'"input_json_delta","partial_json":"' if answer.tool else b'"text_delta","text":"'

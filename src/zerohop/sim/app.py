@@ -1,8 +1,9 @@
 """The sim's HTTP application: routes, request parsing, admission, and serving.
 
-Routes: POST /v1/chat/completions, /v1/completions, /v1/messages, /tokenize; GET /v1/models,
-/health, /metrics, /version, /zerohop/ground_truth?request_id=ID (or ?last=N),
-/zerohop/stats; POST /zerohop/stats/reset (clears the lag recorders, for benchmarks).
+Routes: POST /v1/chat/completions, /v1/completions, /v1/messages, /v1/responses,
+/tokenize; GET /v1/models, /health, /metrics, /version,
+/zerohop/ground_truth?request_id=ID (or ?last=N), /zerohop/stats; POST
+/zerohop/stats/reset (clears the lag recorders, for benchmarks).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from zerohop.sim.metrics import render_metrics
 from zerohop.sim.prefix_cache import peek_cached_tokens, request_block_hashes
+from zerohop.sim.responses_shape import responses_messages
 from zerohop.sim.sequence import EngineError
 from zerohop.sim.streams import (
     BufferedResponse,
@@ -49,6 +51,7 @@ API_PATHS = {
     "/v1/chat/completions": "chat",
     "/v1/completions": "completions",
     "/v1/messages": "messages",
+    "/v1/responses": "responses",
 }
 LOOP_PROBE_INTERVAL_S = 0.1
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's and vLLM's default for /v1/completions
@@ -257,7 +260,8 @@ class SimApp:
         offset = word_offset(request_id)
         answer = draw_answer_plan(api, body, reasoning=self.config.reasoning,
                                   tool_calls=self.config.tool_calls, seed=self.config.seed,
-                                  request_id=request_id, word_offset=offset)
+                                  request_id=request_id, word_offset=offset,
+                                  structured=self.config.structured_output)
         drawn = draw_output_tokens(
             max_tokens=max_tokens, ignore_eos=ignore, min_tokens=min_tokens,
             seed=self.config.seed, request_id=request_id,
@@ -271,7 +275,7 @@ class SimApp:
                   if api == "messages" else None)
         shape = shape_for(api, answer, request_id=request_id, model=model_name,
                           include_usage=include_usage, prompt_tokens=prompt_tokens,
-                          cached_tokens=cached)
+                          cached_tokens=cached, word_offset=offset, max_tokens=max_tokens)
         ctx = ResponseContext(
             conn=conn,
             request=request,
@@ -412,6 +416,8 @@ def _read_generation_fields(
             if not isinstance(messages, list) or not messages:
                 raise RequestError(400, "`messages` must be a non-empty list")
             prompt_tokens = count_chat_tokens(messages)
+        elif api == "responses":  # counted as the chat messages it holds
+            prompt_tokens = count_chat_tokens(responses_messages(body))
         else:
             messages = body.get("messages")
             if not isinstance(messages, list) or not messages:
@@ -419,7 +425,8 @@ def _read_generation_fields(
             prompt_tokens = count_chat_tokens(messages, system=body.get("system"))
     except ValueError as exc:
         raise RequestError(400, str(exc)) from None
-    raw_max = body.get("max_completion_tokens", body.get("max_tokens"))
+    raw_max = (body.get("max_output_tokens") if api == "responses"
+               else body.get("max_completion_tokens", body.get("max_tokens")))
     if api == "messages" and raw_max is None:
         raise RequestError(400, "max_tokens: Field required")
     if raw_max is None:
@@ -437,7 +444,9 @@ def _read_generation_fields(
         raise RequestError(400, "the sim supports n=1 only")
     stream = bool(body.get("stream", False))
     options = body.get("stream_options") or {}
-    include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
+    # a Responses stream always ends with its usage (in response.completed)
+    include_usage = api == "responses" or bool(
+        isinstance(options, dict) and options.get("include_usage"))
     ignore_eos = bool(body.get("ignore_eos", False))
     min_tokens = body.get("min_tokens", 0)
     if not isinstance(min_tokens, int) or min_tokens < 0:

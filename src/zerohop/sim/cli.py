@@ -73,6 +73,13 @@ from zerohop.sim.http_server import run_server
     help="Chance that a request offering `tools` is answered with a tool call (0-1).",
 )
 @click.option(
+    "--invalid-json-share",
+    type=float,
+    default=None,
+    help="Share of structured-output (JSON schema) requests answered with text that is "
+    "not JSON (0-1).",
+)
+@click.option(
     "--time-scale",
     type=float,
     default=None,

@@ -20,6 +20,7 @@ A config file looks like::
       http_429: {probability: 0.02, retry_after: 1}
     reasoning: {share: 0.3, tokens: 512, sigma: 0.5}   # a reasoning model (answer_plan.py)
     tool_calls: {probability: 0.5, argument_tokens: 12}  # for requests that offer tools
+    structured_output: {invalid_share: 0.1}  # JSON-schema requests answered with bare words
 
 Each served model gets its own engine (its own simulated GPUs). Without `models` the
 sim serves one model built from `--gpu/--model/--tp`.
@@ -172,6 +173,16 @@ class ToolCallConfig(StrictModel):
     )
 
 
+class StructuredOutputConfig(StrictModel):
+    """Requests that ask for a JSON schema are answered with a document that follows it
+    (answer_plan.py), except a share that answers with bare words."""
+
+    invalid_share: float = Field(
+        default=0.0, ge=0, le=1,
+        description="Share of structured-output requests answered with text that is not JSON",
+    )
+
+
 class SimConfig(StrictModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
@@ -184,6 +195,7 @@ class SimConfig(StrictModel):
     faults: dict[str, FaultRule] = Field(default_factory=dict)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     tool_calls: ToolCallConfig = Field(default_factory=ToolCallConfig)
+    structured_output: StructuredOutputConfig = Field(default_factory=StructuredOutputConfig)
     ground_truth: Path | None = None
     ground_truth_token_lags: bool = Field(
         default=False,
@@ -276,6 +288,7 @@ _NESTED_FLAGS = {
     "reasoning_share": ("reasoning", "share"),
     "reasoning_tokens": ("reasoning", "tokens"),
     "tool_call_probability": ("tool_calls", "probability"),
+    "invalid_json_share": ("structured_output", "invalid_share"),
 }
 _ENGINE_FLAGS = {
     "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks", "time_scale",

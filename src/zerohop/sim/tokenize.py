@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from zerohop.sim.api_shapes import error_body
+from zerohop.sim.responses_shape import responses_messages
 from zerohop.sim.tokens import (
     CHAT_MESSAGE_OVERHEAD,
     CHAT_REQUEST_OVERHEAD,
@@ -65,6 +66,8 @@ def request_prompt_ids(api: str, body: dict[str, Any]) -> list[int]:
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
             prompt = prompt[0]
         return _prompt_ids(prompt)
+    if api == "responses":  # its instructions and input as the chat messages they are
+        return tokenize_ids({"messages": responses_messages(body)})
     ids: list[int] = []
     system = body.get("system") if api == "messages" else None
     if system is not None:

@@ -7,16 +7,17 @@ The kinds (`kinds`, `agent_spec`) add what they send on top.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from zerohop.core.apis import ApiName
+from zerohop.core.apis import ApiName, api_spec, structured_apis
+from zerohop.core.json_schema import check_schema
 from zerohop.core.slo import SloError, parse_slo_mapping, request_meets
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.policy_spec import Policy
 
-__all__ = ["SloSpec", "TextPromptWorkload", "WorkloadBase"]
+__all__ = ["SloSpec", "TextPromptWorkload", "WorkloadBase", "structured_refusal"]
 
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -66,8 +67,8 @@ class WorkloadBase(StrictModel):
     )
     api: ApiName | None = Field(
         default=None,
-        description="Protocol override: openai-chat | openai-completions | anthropic "
-        "(None: the run's default).",
+        description="Protocol override: openai-chat | openai-completions | anthropic | "
+        "openai-responses (None: the run's default).",
     )
     model: str | None = Field(
         default=None,
@@ -98,11 +99,25 @@ class WorkloadBase(StrictModel):
         description="Objectives in the SLO grammar (docs/slo.md), e.g. {ttft_p99_ms: 500}: "
         "they decide this workload's goodput and verdict; a run's --slo replaces them.",
     )
+    response_format: dict[str, Any] | None = Field(
+        default=None,
+        description="Structured output: a JSON schema the answer must follow, sent as chat's "
+        "response_format (json_schema) or Responses' text.format; each ok answer is judged "
+        "(record field structured_output). Supported keywords: core/json_schema.py.",
+    )
     policy: Policy | None = Field(
         default=None,
         description="Client policy: timeouts, retries, continuation, fallback chain (None: one "
         "attempt per request, the run's timeouts).",
     )
+
+    @field_validator("response_format")
+    @classmethod
+    def _schema_in_the_supported_subset(cls, value: dict[str, Any] | None
+                                        ) -> dict[str, Any] | None:
+        if value is not None:
+            check_schema(value, "response_format")  # ValueError names the keyword
+        return value
 
     @field_validator("prompt_format")
     @classmethod
@@ -122,3 +137,13 @@ class TextPromptWorkload(WorkloadBase):
         if value != "text":
             raise ValueError("this kind builds its prompts from text: use prompt_format: text")
         return value
+
+
+def structured_refusal(spec: WorkloadBase, run_api: str) -> str | None:
+    """Why `spec` cannot run on the API it would use (its own `api`, else the run's): its
+    `response_format` needs an API that takes a JSON schema. None when it can."""
+    api = spec.api or run_api
+    if spec.response_format is not None and not api_spec(api).structured_output:
+        return (f"workload '{spec.name}' asks for a response_format and {api} takes no JSON "
+                f"schema: use --api {structured_apis()}")
+    return None
