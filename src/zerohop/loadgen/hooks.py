@@ -20,6 +20,7 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKE
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
+from zerohop.loadgen.ttft_table import log_ttft_table
 from zerohop.storage import run_folder as results
 
 log = logging.getLogger("zerohop")
@@ -434,6 +435,7 @@ def _on_quitting(environment: Any, **_: Any) -> None:
             rt.sink.close()
         if rt.run_dir is not None:
             results.consolidate(rt.run_dir)
+            log_ttft_table(environment, rt.run_dir)
             counters = rt.counters.as_dict()
             for data in rt.extras.get("drained", {}).values():
                 for key in ("dropped_arrivals", "cancelled"):
@@ -473,9 +475,8 @@ def _end_state(environment: Any, rt: ProcessRuntime) -> tuple[str, str, list[Any
 
 
 def _note_load_stopped(rt: ProcessRuntime) -> None:
-    """When a signal (or a stop before the end) cut the load short: the wall-clock time,
-    in the records' clock, for the manifest. The measured window ends there, not at the
-    planned duration (analysis/measured_window.py); the first note wins."""
+    """When a signal cut the load short (the first note wins), in the records' clock:
+    the measured window ends there, not at the planned end (analysis/measured_window)."""
     rt.extras.setdefault(LOAD_STOPPED_KEY, time.time())
 
 
