@@ -55,14 +55,16 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
     else:
         items.append({"status": "none", "text": "SLOs: none set"})
     fidelity = analysis.fidelity
-    items.append(
-        {
-            "status": "ok" if fidelity.ok else "warn",
-            "text": "client fidelity OK"
-            if fidelity.ok
-            else "client fidelity flagged: " + "; ".join(fidelity.reasons),
-        }
-    )
+    if "simulation" not in analysis.manifest:  # the virtual clock has no client to judge
+        items.append(
+            {
+                "status": "ok" if fidelity.ok else "warn",
+                "text": "client fidelity OK"
+                if fidelity.ok
+                else "client fidelity flagged: " + "; ".join(fidelity.reasons),
+            }
+        )
+    items += load_checks(analysis.manifest)
     certificate = certificate_check(analysis.manifest)
     if certificate is not None:
         items.append(certificate)
@@ -99,6 +101,21 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
     rank = {"fail": 3, "warn": 2, "ok": 1, "none": 0}
     worst = max((i["status"] for i in items), key=lambda s: rank[s])
     return {"overall": "ok" if worst == "none" else worst, "checks": items}
+
+
+def load_checks(manifest: dict[str, Any]) -> list[dict[str, str]]:
+    """What the load itself says about the figures: arrivals the client dropped at a
+    workload's max_in_flight (never sent, in no latency) and a simulation whose
+    replicas saturated."""
+    items = []
+    dropped = int((manifest.get("counters") or {}).get("dropped_arrivals") or 0)
+    if dropped:
+        items.append({"status": "warn", "text": f"dropped arrivals: {fmt.count(dropped)} "
+                      "(over a workload's max_in_flight: never sent, in no figure)"})
+    saturation = (manifest.get("simulation") or {}).get("saturation")
+    if saturation:
+        items.append({"status": "warn", "text": f"saturated: {saturation}"})
+    return items
 
 
 def slo_rows(analysis: RunAnalysis) -> list[dict[str, str]]:
