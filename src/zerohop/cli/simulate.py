@@ -67,9 +67,7 @@ def simulate_command(**kw: Any) -> None:
                f"requests in {summary['wall_s']:.1f} s wall ({counts})")
     if summary["layer_failed_at_s"] is not None:
         click.echo(f"zerohop: the layer failed at t={summary['layer_failed_at_s']:.1f} s")
-    _print_summary(result.run_dir)
-    if summary["saturation"] is not None:
-        click.echo(f"zerohop: warning: {summary['saturation']}", err=True)
+    _print_summary(result.run_dir)  # saturation among its warnings
     click.echo(f"results: {result.run_dir}")
     if kw["report"]:
         from zerohop.report.build import build_report

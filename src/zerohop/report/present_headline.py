@@ -114,7 +114,7 @@ def load_checks(manifest: dict[str, Any]) -> list[dict[str, str]]:
                       "(over a workload's max_in_flight: never sent, in no figure)"})
     saturation = (manifest.get("simulation") or {}).get("saturation")
     if saturation:
-        items.append({"status": "warn", "text": f"saturated: {saturation}"})
+        items.append({"status": "warn", "text": str(saturation)})
     return items
 
 
