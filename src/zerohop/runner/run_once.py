@@ -24,6 +24,7 @@ from zerohop.core.exit_codes import (
 from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE
 from zerohop.runner.locust_process import last_error_line, run_locust
 from zerohop.runner.plan import RunPlan
+from zerohop.runner.target_check import check_llm_target
 from zerohop.storage import run_folder as results
 from zerohop.storage.selfcheck_files import attach_certificate
 
@@ -52,6 +53,8 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True,
         host = sim.url
     try:
         check_reachable(host)
+        if sim is None:
+            check_llm_target(host, plan.api)
         run_dir = results.new_run_dir(plan.results_dir, plan.name)
         results.start_manifest(
             run_dir, name=plan.name,
