@@ -19,7 +19,7 @@ from zerohop.report.cli import compare_command, report_command
 def _bad(result: object, fragment: str) -> None:
     assert result.exit_code == 2, result.output  # type: ignore[attr-defined]
     lines = result.output.strip().splitlines()  # type: ignore[attr-defined]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("zerohop: error: ") and fragment in lines[0]
     assert "Traceback" not in result.output  # type: ignore[attr-defined]
 
 
@@ -118,5 +118,5 @@ def test_real_process_exit_code_and_stderr(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2
-    assert done.stderr.strip().startswith("error: results folder not found")
+    assert done.stderr.strip().startswith("zerohop: error: results folder not found")
     assert "Traceback" not in done.stderr

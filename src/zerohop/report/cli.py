@@ -171,5 +171,5 @@ def _or_exit(action: Callable[[], T]) -> T:
 
 
 def _bad_input(message: str) -> NoReturn:
-    click.echo(f"error: {message.splitlines()[0] if message else 'bad input'}", err=True)
+    click.echo(f"zerohop: error: {message.splitlines()[0] if message else 'bad input'}", err=True)
     sys.exit(EXIT_BAD_INPUT)
