@@ -55,6 +55,8 @@ def test_rates_of_an_interrupted_run_divide_by_the_time_it_ran(after_s: float,
     run_dir = only_run_dir(tmp_path / "r")
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "interrupted", manifest
+    # no --host: the embedded target's URL is the target's, the plan's host is null
+    assert manifest["config"]["host"] is None and manifest["target"]["url"].startswith("http")
 
     requests = pd.read_parquet(run_dir / "requests.parquet")
     first = float(requests.sent_ts.min())

@@ -23,7 +23,7 @@ from zerohop.core.exit_codes import (
 )
 from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE
 from zerohop.runner.locust_process import last_error_line, run_locust
-from zerohop.runner.plan import RunPlan
+from zerohop.runner.plan import RunPlan, manifest_config
 from zerohop.runner.target_check import check_llm_target
 from zerohop.storage import run_folder as results
 from zerohop.storage.selfcheck_files import attach_certificate
@@ -64,7 +64,7 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True,
             load={"mode": "open" if plan.rate else "closed", "users": plan.users,
                   "rate_rps": plan.rate, "duration_s": plan.duration_s},
             slo=plan.slo,
-            config={k: str(v) for k, v in vars(plan).items()},
+            config=manifest_config(plan),
             locust={"workers": plan.workers},
         )
         if client_certificate is not None:
