@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zerohop.analysis.load_shape import WorkloadLoad
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.core.metrics import REQUEST_LATENCIES, title
 from zerohop.report import formatting as fmt
@@ -29,6 +30,8 @@ def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str
         load_text += f", {load['users']} users"
     if load.get("rate_rps"):
         load_text += f", {load['rate_rps']} req/s {load.get('arrival') or ''}".rstrip()
+    if analysis.loads:  # what each workload really had, from its records
+        load_text = " · ".join(_load_of(w) for w in analysis.loads)
     return {
         "label": analysis.label,
         "status": str(manifest.get("status", "unknown")),
@@ -39,6 +42,12 @@ def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str
         "load": load_text,
         "window": fmt.seconds(analysis.settings.window_s),
     }
+
+
+def _load_of(load: WorkloadLoad) -> str:
+    if load.mode == "open":
+        return f"{load.workload}: open, {fmt.rate(load.arrivals_per_s)} req/s"
+    return f"{load.workload}: closed, at most {load.peak_in_flight} in flight"
 
 
 def verdict(analysis: RunAnalysis) -> dict[str, Any]:
