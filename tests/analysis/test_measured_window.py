@@ -189,3 +189,18 @@ def test_a_sampled_simulation_reports_the_whole_fleets_rates() -> None:
     live = _run(_rows(arrivals, np.full(62, 0.01)), _manifest(10.0, 62))
     assert measured_window(live).weight == 1
     assert summarise_run(live).total.req_per_s == pytest.approx(6.2)
+
+
+def test_a_run_stopped_early_ends_its_window_at_the_stop() -> None:
+    """A signal 12 s into a 30 s plan: the rates are over the 12 s the load ran, and a
+    stop noted after the planned end (the drain's) changes nothing."""
+    arrivals = T0 + np.arange(0.0, 12.0, 0.5)
+    rows = _rows(arrivals, np.full(arrivals.size, 0.2))
+    stopped = {**_manifest(30.0, arrivals.size), "load_stopped_ts": T0 + 12.0}
+    window = measured_window(_run(rows, stopped))
+    assert (window.start_ts, window.duration_s) == (T0, 12.0)
+    summary = summarise_run(_run(rows, stopped), slos={})
+    ended = int((arrivals + 0.2 <= T0 + 12.0).sum())
+    assert summary.total.req_per_s == pytest.approx(ended / 12.0)
+    late = {**_manifest(30.0, arrivals.size), "load_stopped_ts": T0 + 31.0}
+    assert measured_window(_run(rows, late)).duration_s == 30.0

@@ -181,3 +181,11 @@ def test_the_shipped_workflow_profile_is_valid(tmp_path: Path) -> None:
     config = load_config(path)
     assert config.samples == 3 and config.microbench == "auto"
     assert config.load.workloads[0].is_file()
+
+
+def test_the_console_line_of_a_gate_is_rounded_for_people() -> None:
+    from zerohop.planning.nightly import gate_line
+
+    gate = {"metric": "ttft_ms", "stat": "p99", "base": 9.011542500000001,
+            "candidate": 12.640808, "noise_band": 0.08737999999999957, "verdict": "worse"}
+    assert gate_line(gate) == "ttft_ms p99: 9.01 → 12.6 ms (noise band 0.087 ms) — worse"

@@ -3,6 +3,7 @@ with exit 2 and no traceback."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from zerohop.report.cli import compare_command, report_command
 def _bad(result: object, fragment: str) -> None:
     assert result.exit_code == 2, result.output  # type: ignore[attr-defined]
     lines = result.output.strip().splitlines()  # type: ignore[attr-defined]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("zerohop: error: ") and fragment in lines[0]
     assert "Traceback" not in result.output  # type: ignore[attr-defined]
 
 
@@ -118,5 +119,26 @@ def test_real_process_exit_code_and_stderr(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2
-    assert done.stderr.strip().startswith("error: results folder not found")
+    assert done.stderr.strip().startswith("zerohop: error: results folder not found")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_pages_follow_the_umask_and_compare_lands_next_to_its_data(
+        make_run: RunFactory, tmp_path: Path, umask: int, mode: int) -> None:
+    base, candidate = tmp_path / "base", tmp_path / "candidate"
+    shutil.copytree(make_run(noise_seed=1, name="base"), base)
+    shutil.copytree(make_run(noise_seed=2, name="again"), candidate)
+    runner = CliRunner()
+    previous = os.umask(umask)
+    try:
+        with runner.isolated_filesystem(temp_dir=tmp_path) as cwd:
+            assert runner.invoke(report_command, [str(candidate)]).exit_code == 0
+            compared = runner.invoke(compare_command, [str(base), str(candidate)])
+            assert compared.exit_code == 0, compared.output
+            assert not list(Path(cwd).iterdir())  # nothing in the current folder
+    finally:
+        os.umask(previous)
+    for page in (candidate / "report.html", candidate / "compare.html"):
+        assert page.stat().st_mode & 0o777 == mode, (page, oct(page.stat().st_mode))

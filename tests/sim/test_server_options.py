@@ -91,5 +91,5 @@ def test_realtime_where_it_is_not_permitted_is_a_one_line_error(
     monkeypatch.setattr(os, "sched_setscheduler", refuse)
     result = CliRunner().invoke(sim_command, ["--realtime"])
     assert result.exit_code == 2
-    assert result.output.strip() == ("error: --realtime: not permitted here (Operation not "
-                                     "permitted; needs root or CAP_SYS_NICE)")
+    assert result.output.strip() == ("zerohop: error: --realtime: not permitted here "
+                                     "(Operation not permitted; needs root or CAP_SYS_NICE)")

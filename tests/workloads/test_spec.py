@@ -246,9 +246,12 @@ def test_malformed_specs_name_the_field(data: Any, path: str, fragment: str) -> 
     assert "\n" not in message  # one line, one error
 
 
-def test_error_messages_count_the_other_errors() -> None:
-    with pytest.raises(WorkloadError, match=r"weight: must be > 0 .*\(and 1 more error\)"):
+def test_error_messages_name_every_mistake() -> None:
+    with pytest.raises(WorkloadError) as caught:
         parse_workloads(_flood(weight=0, temperature=-1))
+    message = str(caught.value)
+    assert "weight: must be > 0 (got 0)" in message and "temperature: must be >= 0" in message
+    assert "\n" not in message and "more error" not in message
 
 
 def test_file_level_errors_name_the_file_and_line(tmp_path: Path) -> None:

@@ -7,6 +7,9 @@ was offered", so they share one window (docs/design.md, "The measured window"):
   or Locust's own `config.run_time` for a bare `locust` run): the time the load was
   offered, with the set-up before it and the drain after it left out;
 * it opens at the run's first arrival (the earliest scheduled or sent time);
+* a run a signal stopped early (the manifest's `load_stopped_ts`) ends there: it
+  offered load for less than its planned duration, and dividing by the plan would
+  understate every rate;
 * a request counts towards the rates when it ended inside it;
 * each record stands for `weight` requests: 1 for a live run; more for a simulation
   (`zerohop simulate`) that ran k of its N replicas or kept a sample of its records,
@@ -32,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from zerohop.analysis.run_data import RunData
+from zerohop.core.layout import LOAD_STOPPED_KEY
 
 WindowSource = Literal["manifest", "records", "manifest wall clock", "none"]
 
@@ -87,9 +91,10 @@ def record_weight(manifest: Mapping[str, Any]) -> float:
 
 def window_of(requests: pd.DataFrame, manifest: Mapping[str, Any]) -> MeasuredWindow:
     """The window of these records under this manifest. In order: the manifest's load
-    duration from the first arrival; the records' span (first arrival → last end);
-    with no timestamps at all, the manifest's load duration, else its wall-clock
-    `duration_s` (set-up included: nothing better is known)."""
+    duration from the first arrival (to the stop, for a run stopped early); the
+    records' span (first arrival → last end); with no timestamps at all, the
+    manifest's load duration, else its wall-clock `duration_s` (set-up included:
+    nothing better is known)."""
     return replace(_window_of(requests, manifest), weight=record_weight(manifest))
 
 
@@ -102,7 +107,8 @@ def _window_of(requests: pd.DataFrame, manifest: Mapping[str, Any]) -> MeasuredW
     # is only a cap, and the time it measured is its records' span
     load_s = None if _request_bounded(manifest) else load_duration_s(manifest)
     if arrivals.size and load_s is not None:
-        return MeasuredWindow(float(arrivals.min()), load_s, "manifest")
+        first = float(arrivals.min())
+        return MeasuredWindow(first, _cut_short(load_s, first, manifest), "manifest")
     if arrivals.size and ends.size and ends.max() > arrivals.min():
         first = float(arrivals.min())
         return MeasuredWindow(first, float(ends.max()) - first, "records")
@@ -112,6 +118,15 @@ def _window_of(requests: pd.DataFrame, manifest: Mapping[str, Any]) -> MeasuredW
     if wall_s is not None:
         return MeasuredWindow(math.nan, wall_s, "manifest wall clock")
     return MeasuredWindow(math.nan, math.nan, "none")
+
+
+def _cut_short(load_s: float, first: float, manifest: Mapping[str, Any]) -> float:
+    """The load's length from its first arrival, ended early where the manifest says
+    a signal stopped it before the planned end."""
+    stopped = _positive(manifest.get(LOAD_STOPPED_KEY))
+    if stopped is None or stopped <= first:
+        return load_s
+    return min(load_s, stopped - first)
 
 
 def load_duration_s(manifest: Mapping[str, Any]) -> float | None:

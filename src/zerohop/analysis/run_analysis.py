@@ -22,6 +22,7 @@ from zerohop.analysis.correlation import CorrelationReport, CorrelationSettings,
 from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samples, outcome_counts
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
 from zerohop.analysis.itl_pools import ItlPools
+from zerohop.analysis.load_shape import WorkloadLoad, workload_loads
 from zerohop.analysis.lora_adapters import AdapterSummary, summarise_adapters
 from zerohop.analysis.measured_window import MeasuredWindow
 from zerohop.analysis.microbench import MicrobenchSummary, summarise_microbench
@@ -104,6 +105,7 @@ class RunAnalysis:
     window: MeasuredWindow | None = None  # what every rate in `summaries` is divided by
     sessions: SessionAnalysis | None = None  # conversations, caches, reasoning, tools
     structured: list[StructuredShare] = field(default_factory=list)  # JSON-schema answers
+    loads: list[WorkloadLoad] = field(default_factory=list)  # each workload's real load
 
     @property
     def total(self) -> WorkloadSummary:
@@ -168,6 +170,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         reads=reads,
         token_counts=summarise_token_counts(requests),
         window=summary.window,
+        loads=workload_loads(requests, summary.window),
         sessions=summarise_sessions(requests, telemetry, timeline.coarsened(MAX_CHART_POINTS)),
         structured=structured_shares(requests),
     )

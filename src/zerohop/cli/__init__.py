@@ -60,7 +60,23 @@ def cli() -> None:
 
 
 def main() -> None:
+    """Every command's errors in one style, `zerohop: error: ...` on one line: click's
+    own (an unknown option, a bad value) included, which it would print as `Error:`
+    after the usage text."""
     try:
-        cli.main(prog_name="zerohop", standalone_mode=True)
+        code = cli.main(prog_name="zerohop", standalone_mode=False)
     except KeyboardInterrupt:
         sys.exit(130)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:  # bare `zerohop`: the help
+        click.echo(exc.format_message())
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        path = exc.ctx.command_path if exc.ctx is not None else "zerohop"
+        click.echo(f"zerohop: error: {exc.format_message()} (see {path} --help)", err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        click.echo(f"zerohop: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

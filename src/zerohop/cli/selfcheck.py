@@ -26,7 +26,9 @@ EXIT_FAIL = EXIT_SLO  # a bound was missed, as a missed SLO exits
 
 
 @click.command("selfcheck")
-@click.option("--users", type=int, default=None, help="Intended concurrent users (closed loop).")
+@click.option("--users", type=int, default=None,
+              help="Intended concurrent users (closed loop). Default: the --workload files' "
+              "own load, else the default run's short-query rate.")
 @click.option("--rate", type=float, default=None, help="Intended arrival rate, req/s (open loop).")
 @click.option("--duration", default="20s", show_default=True, help="How long to drive the load.")
 @click.option("--workers", type=int, default=0, show_default=True,
@@ -58,9 +60,15 @@ def selfcheck_command(**kw: Any) -> None:
 
 
 def _plan_and_bounds(kw: dict[str, Any]) -> tuple[RunPlan, Bounds]:
-    if (kw["users"] is None) == (kw["rate"] is None):
-        raise RunError("name the intended load: --users N (closed loop) or --rate R "
-                       "(open loop)", EXIT_BAD_INPUT)
+    if kw["users"] is not None and kw["rate"] is not None:
+        raise RunError("--users and --rate are exclusive: the intended load is closed "
+                       "loop (--users N) or open loop (--rate R)", EXIT_BAD_INPUT)
+    if kw["users"] is None and kw["rate"] is None:
+        kw = {**kw, "rate": None if kw["workloads"] else default_rate()}
+        click.echo("zerohop: selfcheck at " + (
+            "the load your workload files set" if kw["workloads"] else
+            f"{kw['rate']:g} req/s, the default run's short-query rate")
+            + " (--users N or --rate R to certify another)")
     if not kw["max_error_ms"] > 0:
         raise RunError("--max-error-ms must be > 0", EXIT_BAD_INPUT)
     plan = plan_from_flags({
@@ -76,3 +84,17 @@ def _plan_and_bounds(kw: dict[str, Any]) -> tuple[RunPlan, Bounds]:
                        EXIT_BAD_INPUT)
     return selfcheck_plan(plan, duration_s=plan.duration_s), Bounds(
         max_ttft_error_ms=kw["max_error_ms"])
+
+
+def default_rate() -> float:
+    """The open-loop rate of the shipped short-query workload, the one `zerohop run`
+    offers by default: what a self-check with no load named certifies."""
+    from zerohop.shipped import workloads_dir
+    from zerohop.workloads.yaml_io import load_workload_file
+
+    for spec in load_workload_file(workloads_dir() / "short_query_flood.yaml").workloads:
+        rate = getattr(spec.load, "rate_rps", None)
+        if isinstance(rate, int | float):
+            return float(rate)
+    raise RunError("the shipped short_query_flood.yaml has no open-loop rate: pass --rate",
+                   EXIT_BAD_INPUT)

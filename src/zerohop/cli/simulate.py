@@ -69,11 +69,20 @@ def simulate_command(**kw: Any) -> None:
                f"requests in {summary['wall_s']:.1f} s wall ({counts})")
     if summary["layer_failed_at_s"] is not None:
         click.echo(f"zerohop: the layer failed at t={summary['layer_failed_at_s']:.1f} s")
+    _print_summary(result.run_dir)  # saturation among its warnings
     click.echo(f"results: {result.run_dir}")
     if kw["report"]:
         from zerohop.report.build import build_report
 
         click.echo(f"report: {build_report(result.run_dir)}")
+
+
+def _print_summary(run_dir: Path) -> None:
+    """The table and SLO lines `zerohop run` prints, from the same analysis."""
+    from zerohop.runner.console_summary import analyse, print_summary, slo_verdict
+
+    analysis = analyse(run_dir)
+    print_summary(analysis, slo_verdict(analysis))
 
 
 def _sweep(plan: Any, rates_text: str) -> None:
@@ -139,4 +148,6 @@ def _plan(kw: dict[str, Any]) -> Any:
         offered_load(plan.workload, min(duration, 0.001), seed=plan.seed)
     except WorkloadError as exc:
         raise ValueError(str(exc)) from None
+    except ValueError as exc:  # a workload the virtual clock cannot run: name the file
+        raise ValueError(f"{plan.workload}: {exc}") from None
     return plan

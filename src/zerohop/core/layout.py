@@ -28,3 +28,7 @@ REPORT_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
 SELFCHECK_FILE = "selfcheck.json"
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
+
+# manifest key: when a signal (or a stop before the end) cut the load short, in the
+# records' wall clock; absent for a run that offered its whole planned duration
+LOAD_STOPPED_KEY = "load_stopped_ts"

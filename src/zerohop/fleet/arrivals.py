@@ -11,7 +11,7 @@ simulation does not model. Anything else is a `ValueError` naming the workload.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,7 @@ class OfferedLoad:
     ignore_eos: list[bool]  # per workload
     max_in_flight: list[int | None]  # per workload: the open load's cap (None: none)
     replica: np.ndarray | None = None  # int32: the replica each goes to (None: round robin)
+    slos: dict[str, dict[str, float]] = field(default_factory=dict)  # workload -> its `slo:`
 
     def __len__(self) -> int:
         return int(self.arrival_ns.size)
@@ -56,11 +57,18 @@ def offered_load(path: Path, duration_s: float, *, seed: int, rate_scale: float 
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     ignore_eos: list[bool] = []
     caps: list[int | None] = []
+    slos = {spec.name: spec.slo.objectives for spec in specs if spec.slo.objectives}
     for index, spec in enumerate(specs):  # index: the workload's own draws of sizes
-        if not isinstance(spec, SUPPORTED) or not isinstance(spec.load, OpenLoad):
+        if not isinstance(spec, SUPPORTED):
             raise ValueError(
-                f"workload {spec.name!r}: the virtual clock runs open-loop "
+                f"workload {spec.name!r} is a {spec.kind}: the virtual clock runs "
                 "short_query_flood and long_context workloads only"
+            )
+        if not isinstance(spec.load, OpenLoad):
+            raise ValueError(
+                f"workload {spec.name!r} has a closed load ({spec.load.kind}: users that "
+                "wait for each answer, a client the virtual clock does not model): give "
+                "it an open load, e.g. `load: {kind: open, rate_rps: 2}`"
             )
         load = spec.load
         if rate_scale != 1.0:
@@ -98,6 +106,7 @@ def offered_load(path: Path, duration_s: float, *, seed: int, rate_scale: float 
         ignore_eos=ignore_eos,
         max_in_flight=caps,
         replica=None if share is None else np.concatenate([p[4] for p in parts])[order],
+        slos=slos,
     )
 
 

@@ -84,11 +84,13 @@ def run_simulation(plan: SimulationPlan) -> SimulationResult:
         load={"mode": "open", "rate_rps": load.rate_rps(plan.duration_s) * fleet_scale,
               "duration_s": plan.duration_s},
         config={"argv": " ".join(plan.argv)},
+        workload_slo=load.slos,  # judged as a live run's are (analysis/run_summary.py)
     )
     writer = RecordWriter(run_dir)
     outcomes = Outcomes(start_wall_s=start_wall_s, workloads=load.workloads, api=plan.api,
                         model=engines[0].name, emit=writer.add)
-    telemetry = FleetTelemetry(start_wall_s, int(plan.tick_s * 1e9), fleet_scale=fleet_scale)
+    telemetry = FleetTelemetry(start_wall_s, int(plan.tick_s * 1e9), fleet_scale=fleet_scale,
+                               load_end_ns=int(plan.duration_s * 1e9))
     clock = FleetClock(engines, plan.layer, outcomes, record_sample=plan.record_sample,
                        seed=plan.seed)
     clock.run(load, drain_ns=int(plan.drain_s * 1e9), tick_ns=telemetry.tick_ns,
@@ -99,11 +101,34 @@ def run_simulation(plan: SimulationPlan) -> SimulationResult:
     summary = _summary(plan, load.rate_rps(plan.duration_s) * fleet_scale, outcomes,
                        telemetry, wall_s, writer.rows_written)
     summary["dropped_arrivals"] = clock.dropped
+    summary["saturation"] = saturation(summary["offered_rps"], telemetry.queue_at_load_end,
+                                       clock.dropped, plan.replicas)
     counters = {"sent": outcomes.arrivals, "dropped_arrivals": clock.dropped,
                 "cancelled": outcomes.counts.get("cancelled", 0)}
     run_folder.update_manifest(run_dir, simulation=summary, counters=counters)
     run_folder.finish_manifest(run_dir, status="completed", end_reason="finished")
     return SimulationResult(run_dir, summary)
+
+
+BACKLOG_S = 1.0  # a queue of more than this many seconds of arrivals: saturated
+MIN_BACKLOG = 10  # ... and of at least this many requests (a sparse load's burst is not)
+
+
+def saturation(offered_rps: float, queued: float, dropped: int, replicas: int) -> str | None:
+    """Why the replicas were saturated, in one phrase, or None: at the load's end more
+    than BACKLOG_S of its arrivals still waited for a batch slot (a queue that grows for
+    as long as the load lasts: its latencies say how long the run was, not what the
+    replicas can do), or arrivals were dropped at a workload's max_in_flight."""
+    reasons = []
+    if offered_rps > 0 and queued >= max(MIN_BACKLOG, offered_rps * BACKLOG_S):
+        reasons.append(f"{queued:,.0f} requests still queued when the load ended "
+                       f"({queued / offered_rps:.1f} s of arrivals)")
+    if dropped:
+        reasons.append(f"{dropped:,} arrivals dropped at max_in_flight")
+    if not reasons:
+        return None
+    fleet = f"{replicas} replica" + ("s" if replicas != 1 else "")
+    return f"the {fleet} saturated at {offered_rps:,.0f} req/s offered: " + "; ".join(reasons)
 
 
 def _summary(plan: SimulationPlan, rate: float, outcomes: Outcomes, telemetry: FleetTelemetry,

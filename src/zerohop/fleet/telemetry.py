@@ -32,8 +32,8 @@ FLEET = labels_json({"replicas": "all"})
 class FleetTelemetry:
     """Collects one row per (tick, metric); `write` makes telemetry.parquet."""
 
-    def __init__(self, start_wall_s: float, tick_ns: int, *, fleet_scale: float = 1.0
-                 ) -> None:
+    def __init__(self, start_wall_s: float, tick_ns: int, *, fleet_scale: float = 1.0,
+                 load_end_ns: int = 0) -> None:
         self.start_wall_s = start_wall_s
         self.fleet_scale = fleet_scale  # totals of k simulated replicas -> the fleet's
         self.tick_ns = tick_ns
@@ -42,6 +42,9 @@ class FleetTelemetry:
         self._last_cpu_done = 0
         self._last_compute_s = 0.0
         self.peak: dict[str, float] = {}
+        self._carried_compute_s = 0.0
+        self.load_end_ns = load_end_ns
+        self.queue_at_load_end = 0.0  # the fleet's queue at the last tick of the load
 
     def tick(self, now_ns: int, clock: FleetClock) -> None:
         engines, layer = clock.engines, clock.layer
@@ -60,17 +63,29 @@ class FleetTelemetry:
             "generation_tokens_per_s": (tokens - self._last_tokens) / (self.tick_ns / 1e9)
             * self.fleet_scale,
             "gpu_sm_util_pct": sum(g["util_pct"] for g in gauges) / n,
-            "gpu_tensor_active_pct": 100.0 * (clock.compute_s - self._last_compute_s)
-            / (self.tick_ns / 1e9) / n,
+            "gpu_tensor_active_pct": self._tensor_active_pct(clock.compute_s, n),
             "gpu_power_w": sum(g["power_w"] for g in gauges) / n,
             "gpu_temp_c": sum(g["temp_c"] for g in gauges) / n,
         }
         self._last_tokens = tokens
-        self._last_compute_s = clock.compute_s
+        if now_ns <= self.load_end_ns:
+            self.queue_at_load_end = values["queue_depth"]
         for metric, value in values.items():
             self._add(ts, SOURCE, metric, FLEET, value)
         if layer is not None:
             self._layer(ts, layer)
+
+    def _tensor_active_pct(self, compute_s: float, replicas: int) -> float:
+        """The share of the tick the GPUs computed. A step's FLOPs are counted when it
+        is scheduled, so a step that runs on past the tick's end would read over 100 %:
+        what exceeds the tick's capacity is carried into the next tick instead (the
+        total is kept, no tick reads more than a GPU can do)."""
+        capacity_s = self.tick_ns / 1e9 * replicas
+        work_s = self._carried_compute_s + compute_s - self._last_compute_s
+        self._last_compute_s = compute_s
+        done_s = min(work_s, capacity_s)
+        self._carried_compute_s = work_s - done_s
+        return 100.0 * done_s / capacity_s
 
     def _layer(self, ts: float, layer: LayerState) -> None:
         done = layer.cpu_done_count - self._last_cpu_done

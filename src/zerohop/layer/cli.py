@@ -73,6 +73,6 @@ def proxy_command(
             max_concurrency=max_concurrency,
         )
     except ValueError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"zerohop: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     run_server(serve_proxy(layer, port_file))

@@ -18,9 +18,11 @@ import gevent
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED
 from zerohop.core.redaction import known_secrets, scrub
+from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
+from zerohop.loadgen.ttft_table import log_ttft_table
 from zerohop.storage import run_folder as results
 
 log = logging.getLogger("zerohop")
@@ -103,6 +105,7 @@ def _observe_stop_signals(rt: ProcessRuntime) -> None:
                 previous(signum, frame)
             raise KeyboardInterrupt
         rt.extras["signal"] = "SIGINT"
+        _note_load_stopped(rt)
         # KeyboardInterrupt in the main greenlet only (where Locust expects it), never
         # in whichever user greenlet or hub happened to run: no lost request, no traceback
         hub = gevent.get_hub()
@@ -110,6 +113,7 @@ def _observe_stop_signals(rt: ProcessRuntime) -> None:
 
     def on_sigterm() -> None:
         rt.extras.setdefault("signal", "SIGTERM")
+        _note_load_stopped(rt)
 
     if previous is signal.default_int_handler:  # Locust's --processes parent has its own
         signal.signal(signal.SIGINT, on_sigint)
@@ -442,18 +446,21 @@ def _on_quitting(environment: Any, **_: Any) -> None:
             rt.sink.close()
         if rt.run_dir is not None:
             results.consolidate(rt.run_dir)
+            log_ttft_table(environment, rt.run_dir)
             counters = rt.counters.as_dict()
             for data in rt.extras.get("drained", {}).values():
                 for key in ("dropped_arrivals", "cancelled"):
                     counters[key] = counters.get(key, 0) + int(data.get(key, 0))
             status, end_reason, failed = _end_state(environment, rt)
             code = getattr(environment, "process_exit_code", None)
+            stopped = rt.extras.get(LOAD_STOPPED_KEY)
             results.finish_manifest(
                 rt.run_dir,
                 status=status,
                 end_reason=end_reason,
                 counters=counters,
                 locust_exit_code=code,
+                **({LOAD_STOPPED_KEY: stopped} if stopped is not None else {}),
                 **({"workers_failed": failed} if failed else {}),
             )
     finally:
@@ -478,6 +485,12 @@ def _end_state(environment: Any, rt: ProcessRuntime) -> tuple[str, str, list[Any
     return ("completed" if end_reason is None else "interrupted"), end_reason or "finished", []
 
 
+def _note_load_stopped(rt: ProcessRuntime) -> None:
+    """When a signal cut the load short (the first note wins), in the records' clock:
+    the measured window ends there, not at the planned end (analysis/measured_window)."""
+    rt.extras.setdefault(LOAD_STOPPED_KEY, time.time())
+
+
 def _stop_if_interrupted(environment: Any, rt: ProcessRuntime) -> None:
     """Locust quits on SIGINT/SIGTERM without stopping the test first: the users are
     still running when `quitting` fires. Stop them here, through the normal drain
@@ -492,6 +505,7 @@ def _stop_if_interrupted(environment: Any, rt: ProcessRuntime) -> None:
     if runner is None or runner.state not in (STATE_SPAWNING, STATE_RUNNING):
         return
     rt.extras.setdefault("end_reason", "stopped before the end")
+    _note_load_stopped(rt)
     log.warning("zerohop: run interrupted (%s); draining and keeping what was measured",
                 rt.extras["end_reason"])
     runner.stop()

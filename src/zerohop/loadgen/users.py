@@ -118,8 +118,10 @@ def run_logical_request(executor: PolicyExecutor, client: LLMClient, spec: Reque
 
 
 def _fire_locust_events(environment: Any, record: RequestRecord) -> None:
-    """Locust's web UI and CSVs get E2E and TTFT in ms (its percentiles are rounded: ours
-    are in the results folder)."""
+    """Locust's web UI and CSVs get each request once, its E2E in ms (its percentiles
+    are rounded: ours are in the results folder). TTFT is the same request's other
+    latency, not a second request: the web UI's zerohop tab and, headless, the table
+    after the run (loadgen/ttft_table.py) show it."""
     ok = record.outcome == rec.OK
     exception = None if ok else RuntimeError(record.outcome + (
         f": {record.error_message[:200]}" if record.error_message else ""))
@@ -130,10 +132,5 @@ def _fire_locust_events(environment: Any, record: RequestRecord) -> None:
         request_type="E2E", name=record.workload, response_time=e2e or 0.0,
         response_length=record.output_tokens or 0, exception=exception, context={},
     )
-    if record.ttft_ms is not None:
-        environment.events.request.fire(
-            request_type="TTFT", name=record.workload, response_time=record.ttft_ms,
-            response_length=0, exception=None, context={},
-        )
 
 

@@ -54,6 +54,7 @@ from zerohop.planning.nightly_gates import (
     sample_figures,
 )
 from zerohop.planning.nightly_page import headline, write_comparison_page, write_nightly_page
+from zerohop.report import formatting as fmt
 from zerohop.runner.plan import RunPlan, users_for
 from zerohop.runner.run_once import RunResult, run_once
 from zerohop.storage.jsonl import without_nan
@@ -338,13 +339,19 @@ def nightly_command(config_path: Path, history_dir: Path, set_baseline: bool,
     click.echo(f"nightly {entry['id']}: {headline(entry)}")
     for gate in entry.get("gates") or []:
         if gate["verdict"] != "within noise":
-            click.echo(f"  {gate['metric']} {gate['stat']}: {gate['base']} → "
-                       f"{gate['candidate']} ms (noise band {gate['noise_band']} ms) — "
-                       f"{gate['verdict']}")
+            click.echo(f"  {gate_line(gate)}")
     for note in entry.get("notes") or []:
         click.echo(f"  note: {note}")
     click.echo(f"nightly page: {outcome.page}")
     sys.exit(outcome.exit_code)
+
+
+def gate_line(gate: dict[str, Any]) -> str:
+    """`ttft_ms p99: 9.01 → 12.6 ms (noise band 0.087 ms) — worse`: rounded as the
+    report rounds latencies, not a float's every digit."""
+    return (f"{gate['metric']} {gate['stat']}: {fmt.ms(gate['base'])} → "
+            f"{fmt.ms(gate['candidate'])} ms (noise band {fmt.ms(gate['noise_band'])} ms) — "
+            f"{gate['verdict']}")
 
 
 __all__ = ["NightlyConfig", "load_config", "nightly_command", "run_nightly"]

@@ -21,7 +21,6 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, Literal
 import click
 
 from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.core.atomic_file import write_text_atomically
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.core.redaction import known_secrets, redact
 from zerohop.planning.sweep_page import write_sweep_page
@@ -348,12 +348,7 @@ def read_index(sweep_dir: Path) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: Any) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, allow_nan=False)
-        handle.write("\n")
-    os.replace(tmp, path)
-    return path
+    return write_text_atomically(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 def _json_number(value: Any) -> Any:

@@ -100,9 +100,9 @@ def report_command(
     "-o",
     "--output",
     type=click.Path(path_type=Path, dir_okay=False),
-    default=Path("compare.html"),
-    show_default=True,
-    help="Where to write the comparison page.",
+    default=None,
+    help="Where to write the comparison page (default: compare.html in the last run's "
+    "folder, next to the data it judges).",
 )
 @click.option(
     "--layer-of",
@@ -129,7 +129,7 @@ def report_command(
 )
 def compare_command(
     results_dirs: tuple[Path, ...],
-    output: Path,
+    output: Path | None,
     layer_of: Path | None,
     threshold: str,
     n_boot: int,
@@ -145,6 +145,8 @@ def compare_command(
             list(results_dirs), layer_of=layer_of, threshold=threshold, n_boot=n_boot, seed=seed
         )
     )
+    if output is None:
+        output = Path(results_dirs[-1]) / "compare.html"
     path = _or_exit(lambda: write_comparison(comparisons, output))
     for comparison in comparisons:
         click.echo(f"{comparison.candidate} vs {comparison.baseline}: {verdict_line(comparison)}")
@@ -171,5 +173,5 @@ def _or_exit(action: Callable[[], T]) -> T:
 
 
 def _bad_input(message: str) -> NoReturn:
-    click.echo(f"error: {message.splitlines()[0] if message else 'bad input'}", err=True)
+    click.echo(f"zerohop: error: {message.splitlines()[0] if message else 'bad input'}", err=True)
     sys.exit(EXIT_BAD_INPUT)

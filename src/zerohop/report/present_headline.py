@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zerohop.analysis.load_shape import WorkloadLoad
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.core.metrics import REQUEST_LATENCIES, percentile_fraction, title
 from zerohop.report import formatting as fmt
@@ -30,6 +31,8 @@ def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str
         load_text += f", {load['users']} users"
     if load.get("rate_rps"):
         load_text += f", {load['rate_rps']} req/s {load.get('arrival') or ''}".rstrip()
+    if analysis.loads:  # what each workload really had, from its records
+        load_text = " · ".join(_load_of(w) for w in analysis.loads)
     return {
         "label": analysis.label,
         "status": str(manifest.get("status", "unknown")),
@@ -40,6 +43,12 @@ def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str
         "load": load_text,
         "window": fmt.seconds(analysis.settings.window_s),
     }
+
+
+def _load_of(load: WorkloadLoad) -> str:
+    if load.mode == "open":
+        return f"{load.workload}: open, {fmt.rate(load.arrivals_per_s)} req/s"
+    return f"{load.workload}: closed, at most {load.peak_in_flight} in flight"
 
 
 def verdict(analysis: RunAnalysis) -> dict[str, Any]:
@@ -56,14 +65,16 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
     else:
         items.append({"status": "none", "text": "SLOs: none set"})
     fidelity = analysis.fidelity
-    items.append(
-        {
-            "status": "ok" if fidelity.ok else "warn",
-            "text": "client fidelity OK"
-            if fidelity.ok
-            else "client fidelity flagged: " + "; ".join(fidelity.reasons),
-        }
-    )
+    if "simulation" not in analysis.manifest:  # the virtual clock has no client to judge
+        items.append(
+            {
+                "status": "ok" if fidelity.ok else "warn",
+                "text": "client fidelity OK"
+                if fidelity.ok
+                else "client fidelity flagged: " + "; ".join(fidelity.reasons),
+            }
+        )
+    items += load_checks(analysis.manifest)
     certificate = certificate_check(analysis.manifest)
     if certificate is not None:
         items.append(certificate)
@@ -100,6 +111,21 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
     rank = {"fail": 3, "warn": 2, "ok": 1, "none": 0}
     worst = max((i["status"] for i in items), key=lambda s: rank[s])
     return {"overall": "ok" if worst == "none" else worst, "checks": items}
+
+
+def load_checks(manifest: dict[str, Any]) -> list[dict[str, str]]:
+    """What the load itself says about the figures: arrivals the client dropped at a
+    workload's max_in_flight (never sent, in no latency) and a simulation whose
+    replicas saturated."""
+    items = []
+    dropped = int((manifest.get("counters") or {}).get("dropped_arrivals") or 0)
+    if dropped:
+        items.append({"status": "warn", "text": f"dropped arrivals: {fmt.count(dropped)} "
+                      "(over a workload's max_in_flight: never sent, in no figure)"})
+    saturation = (manifest.get("simulation") or {}).get("saturation")
+    if saturation:
+        items.append({"status": "warn", "text": str(saturation)})
+    return items
 
 
 def slo_rows(analysis: RunAnalysis) -> list[dict[str, str]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,6 +22,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from zerohop.core.atomic_file import write_text_atomically
 from zerohop.report.charts import Chart, encode_for_html
 
 TEMPLATES_ENV = "ZEROHOP_REPORT_TEMPLATES"
@@ -66,18 +66,9 @@ def render_page(template_name: str, context: Mapping[str, Any], charts: Sequence
 
 
 def write_atomically(path: Path, text: str) -> Path:
-    """Write via a temporary file and rename, so a reader never sees half a page."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write via a temporary file and rename, so a reader never sees half a page; the
+    page gets the mode the user's umask gives (core/atomic_file.py)."""
+    return write_text_atomically(path, text)
 
 
 def templates_dir() -> Path:

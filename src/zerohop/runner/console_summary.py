@@ -13,6 +13,8 @@ import click
 
 from zerohop.analysis.run_analysis import RunAnalysis, analyse_run
 from zerohop.analysis.summary import PER_USER_OUTPUT_RATE
+from zerohop.report import formatting as fmt
+from zerohop.report.present_headline import load_checks
 from zerohop.storage.run_reader import load_run
 
 
@@ -51,10 +53,32 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
         )
     for flag in analysis.token_counts.flags if analysis.token_counts else []:
         click.echo(f"prompt sizes: {flag}")
+    for line in warnings(analysis):
+        click.echo(f"zerohop: warning: {line}", err=True)
     for r in verdict["results"]:
-        state = {True: "met", False: "MISSED", None: "no data"}[r["met"]]
-        click.echo(f"SLO {r['slo']} ≤ {r['threshold_ms']:g} ms: observed "
-                   f"{r['observed_ms']} ms — {state}")
+        click.echo(slo_line(r))
+
+
+def warnings(analysis: RunAnalysis) -> list[str]:
+    """What the report's first screen flags about how the figures were measured: the
+    client's fidelity (a run with a client), dropped arrivals, saturation."""
+    lines = []
+    fidelity = analysis.fidelity
+    if not fidelity.ok and "simulation" not in analysis.manifest:
+        lines.append("client fidelity flagged: " + "; ".join(fidelity.reasons))
+    lines += [check["text"] for check in load_checks(analysis.manifest)]
+    return lines
+
+
+def slo_line(result: dict[str, Any]) -> str:
+    """One objective's verdict; a miss says whether it sets the exit code (`--slo`
+    does; a workload file's own `slo:` is judged and shown, never gating)."""
+    state = {True: "met", False: "MISSED", None: "no data"}[result["met"]]
+    if result["met"] is False:
+        state += (" (a workload file's slo: shown, not gating the exit code; --slo gates)"
+                  if result["workload"] else " (--slo: exit 1)")
+    return (f"SLO {result['slo']} ≤ {fmt.ms(result['threshold_ms'])} ms: observed "
+            f"{fmt.ms(result['observed_ms'])} ms — {state}")
 
 
 def _ms(latency: dict[str, Any], metric: str, stat: str) -> str:

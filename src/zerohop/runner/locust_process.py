@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import click
 
 from zerohop.client.arms import format_arm_hosts
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_WORKER_FAILED, RunError
-from zerohop.core.layout import LOCUST_LOG
+from zerohop.core.layout import LOAD_STOPPED_KEY, LOCUST_LOG
 from zerohop.runner.plan import RunPlan
 from zerohop.storage import run_folder as results
 
@@ -76,8 +77,11 @@ def run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
     code = proc.returncode
     if received:
         manifest = results.read_manifest(run_dir)
+        # Locust notes when the load stopped; where it could not, the signal's arrival
+        stopped = manifest.get(LOAD_STOPPED_KEY) or received.at
         results.update_manifest(run_dir, status="interrupted", end_reason=received[0],
-                                locust_end_reason=manifest.get("end_reason"))
+                                locust_end_reason=manifest.get("end_reason"),
+                                **{LOAD_STOPPED_KEY: stopped})
         return 128 + int(getattr(signal, received[0]))
     if code == EXIT_WORKER_FAILED and results.read_manifest(run_dir).get("workers_failed"):
         return code  # a partial run: still summarised and reported (see _finish)
@@ -127,13 +131,21 @@ def relay_warnings(log_path: Path) -> None:
         click.echo(text, err=True)
 
 
+class ReceivedSignals(list[str]):
+    """The names of the stop signals received, in order, and when the first came."""
+
+    at: float | None = None
+
+
 @contextlib.contextmanager
-def _forwarding_stop_signals(proc: subprocess.Popen[bytes]) -> Iterator[list[str]]:
+def _forwarding_stop_signals(proc: subprocess.Popen[bytes]) -> Iterator[ReceivedSignals]:
     """While Locust runs, SIGINT/SIGTERM are passed on to it (it drains, writes its
     records and quits) instead of killing us: the folder is then finished as usual."""
-    received: list[str] = []
+    received = ReceivedSignals()
 
     def forward(signum: int, _frame: object) -> None:
+        if received.at is None:
+            received.at = time.time()
         received.append(signal.Signals(signum).name)
         if proc.poll() is None:
             proc.send_signal(signum)

@@ -49,6 +49,13 @@ class RunPlan:
     max_concurrency: int | None = None  # open-loop arrivals wait for one of N slots
 
 
+def manifest_config(plan: RunPlan) -> dict[str, str | None]:
+    """The plan as the manifest's `config` records it: each value as text, an unset one
+    (no --host: the embedded target, whose URL is the manifest's `target.url`) as null,
+    not the string "None"."""
+    return {k: None if v is None else str(v) for k, v in vars(plan).items()}
+
+
 def parse_duration(text: str) -> float:
     """`90`, `90s`, `2m`, `1h30m` → seconds."""
     text = text.strip().lower()

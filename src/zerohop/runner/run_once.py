@@ -25,7 +25,8 @@ from zerohop.core.exit_codes import (
 from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE
 from zerohop.core.redaction import scrub
 from zerohop.runner.locust_process import last_error_line, run_locust
-from zerohop.runner.plan import RunPlan
+from zerohop.runner.plan import RunPlan, manifest_config
+from zerohop.runner.target_check import check_llm_target
 from zerohop.storage import run_folder as results
 from zerohop.storage.selfcheck_files import attach_certificate
 
@@ -54,6 +55,8 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True,
         host = sim.url
     try:
         check_reachable(host)
+        if sim is None:
+            check_llm_target(host, plan.api)
         run_dir = results.new_run_dir(plan.results_dir, plan.name)
         results.start_manifest(
             run_dir, name=plan.name,
@@ -64,7 +67,7 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True,
                   "rate_rps": plan.rate, "duration_s": plan.duration_s,
                   "requests": plan.requests, "max_concurrency": plan.max_concurrency},
             slo=plan.slo,
-            config={k: str(v) for k, v in vars(plan).items()},
+            config=manifest_config(plan),
             locust={"workers": plan.workers},
         )
         if client_certificate is not None:

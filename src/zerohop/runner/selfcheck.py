@@ -34,7 +34,7 @@ from zerohop.analysis.fidelity_check import timing_errors
 from zerohop.core.exit_codes import EXIT_INTERRUPTED_BASE, EXIT_UNREACHABLE, RunError, one_line
 from zerohop.core.layout import GROUND_TRUTH_FILE
 from zerohop.runner.locust_process import run_locust
-from zerohop.runner.plan import RunPlan
+from zerohop.runner.plan import RunPlan, manifest_config
 from zerohop.storage import run_folder as results
 from zerohop.storage.run_reader import load_run
 from zerohop.storage.selfcheck_files import (
@@ -108,7 +108,7 @@ def run_selfcheck(plan: RunPlan, bounds: Bounds | None = None, *,
             workloads=[{"file": str(p)} for p in plan.workloads],
             load={"mode": "open" if plan.rate else "closed", "users": plan.users,
                   "rate_rps": plan.rate, "duration_s": plan.duration_s},
-            slo={}, config={k: str(v) for k, v in vars(plan).items()},
+            slo={}, config=manifest_config(plan),
             locust={"workers": plan.workers},
         )
         with cores_apart(sim.pid) as placement:

@@ -153,7 +153,7 @@ def sim_command(
     try:
         config = load_config(config_path, overrides)
     except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"zerohop: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     from zerohop.sim.app import serve
 
@@ -186,14 +186,14 @@ def _run_at_realtime_priority() -> None:
     The kernel's real-time throttling keeps 5 % of each core for everything else."""
     policy = getattr(os, "SCHED_FIFO", None)
     if policy is None:
-        click.echo("error: --realtime: this OS has no SCHED_FIFO", err=True)
+        click.echo("zerohop: error: --realtime: this OS has no SCHED_FIFO", err=True)
         sys.exit(EXIT_BAD_INPUT)
     try:
         os.sched_setscheduler(0, policy | os.SCHED_RESET_ON_FORK,
                               os.sched_param(REALTIME_PRIORITY))
     except OSError as exc:
-        click.echo(f"error: --realtime: not permitted here ({exc.strerror}; needs root or "
-                   "CAP_SYS_NICE)", err=True)
+        click.echo(f"zerohop: error: --realtime: not permitted here ({exc.strerror}; needs "
+                   "root or CAP_SYS_NICE)", err=True)
         sys.exit(EXIT_BAD_INPUT)
 
 

@@ -1,8 +1,8 @@
 """The one error a bad workload file raises, and its one-line message.
 
 Pydantic reports every failure with its own location syntax and wording; a user needs
-the first one, as `field.path: what is wrong`, against the YAML they wrote (the union
-branch names pydantic inserts into locations are not fields they wrote).
+each, as `field.path: what is wrong`, against the YAML they wrote (the union branch
+names pydantic inserts into locations are not fields they wrote).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["WorkloadError", "describe_first_error"]
+__all__ = ["WorkloadError", "describe_errors"]
 
 
 class WorkloadError(ValueError):
@@ -21,22 +21,28 @@ class WorkloadError(ValueError):
     the file and the field path or line, and is meant to be shown as is (exit 2)."""
 
 
-def describe_first_error(exc: ValidationError, data: Any, branch_tags: Collection[str]) -> str:
-    """`field.path: message` for the first error, plus how many more there were.
+def describe_errors(exc: ValidationError, data: Any, branch_tags: Collection[str]) -> str:
+    """`field.path: message` for each field that is wrong, joined by `; ` on one line
+    (a file with two mistakes names both). A field pydantic reports more than once (one
+    failure per branch of a union) is named once, by its first failure.
     `branch_tags`: the discriminator values of the models' unions (`open`, `gamma`, ...),
     which pydantic puts into locations although the user never wrote them as fields."""
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc = tuple(first["loc"])
-    if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
-        loc = (*loc, str((first.get("ctx") or {}).get("discriminator", "kind")).strip("'"))
-    path = _field_path(loc, data, branch_tags, missing_field=first["type"] == "missing")
-    message = _friendly_message(first)
-    more = f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
+    described: dict[str, str] = {}
+    for error in exc.errors(include_url=False):
+        path, message = _describe(error, data, branch_tags)
+        described.setdefault(path, f"{path}: {message}")
+    return "; ".join(described.values())
+
+
+def _describe(error: Any, data: Any, branch_tags: Collection[str]) -> tuple[str, str]:
+    loc = tuple(error["loc"])
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        loc = (*loc, str((error.get("ctx") or {}).get("discriminator", "kind")).strip("'"))
+    path = _field_path(loc, data, branch_tags, missing_field=error["type"] == "missing")
     if not path:
         name = data.get("name") if isinstance(data, Mapping) else None
         path = f"workload '{name}'" if name else "<top>"
-    return f"{path}: {message}{more if len(errors) > 1 else ''}"
+    return path, _friendly_message(error)
 
 
 def _field_path(loc: tuple[int | str, ...], data: Any, branch_tags: Collection[str], *,

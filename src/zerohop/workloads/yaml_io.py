@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
-from zerohop.workloads.errors import WorkloadError, describe_first_error
+from zerohop.workloads.errors import WorkloadError, describe_errors
 from zerohop.workloads.kinds import KIND_CLASS_NAMES, WorkloadSpec
 from zerohop.workloads.model_base import StrictModel
 
@@ -56,7 +56,7 @@ def parse_workloads(
             return WorkloadFile.model_validate(data, context=context)
         single = _WORKLOAD_ADAPTER.validate_python(data, context=context)
     except ValidationError as exc:
-        raise WorkloadError(f"{source}: {describe_first_error(exc, data, _UNION_TAGS)}") from None
+        raise WorkloadError(f"{source}: {describe_errors(exc, data, _UNION_TAGS)}") from None
     return WorkloadFile(workloads=[single])
 
 

@@ -1,0 +1,77 @@
+"""The console says what the report's first screen says: client-fidelity flags, dropped
+arrivals, and on a missed SLO whether it sets the exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from zerohop.analysis.run_analysis import analyse_run
+from zerohop.analysis.run_data import RunData, frame_from_rows
+from zerohop.runner.console_summary import print_summary, slo_verdict
+
+pytestmark = pytest.mark.unit
+
+T0 = 1_800_000_000.0
+
+
+def _analysis(manifest: dict[str, Any], lag_ms: float) -> Any:
+    rows = [{
+        "workload": "flood", "outcome": "ok", "scheduled_ts": T0 + i * 0.1,
+        "sent_ts": T0 + i * 0.1 + lag_ms / 1e3, "end_ts": T0 + i * 0.1 + 0.3,
+        "schedule_lag_ms": lag_ms, "ttft_ms": 120.0 + i, "e2e_ms": 300.0, "tpot_ms": 5.0,
+        "input_tokens": 100, "output_tokens": 16, "itl_ms": [5.0] * 15,
+    } for i in range(100)]
+    frame, itl = frame_from_rows(rows)
+    telemetry = pd.DataFrame({"ts": [], "source": [], "metric": [], "labels": [], "value": []})
+    run = RunData(run_dir=Path("/nonexistent"), manifest=manifest, requests=frame, itl=itl,
+                  telemetry=telemetry, microbench=None, requests_source="jsonl")
+    return analyse_run(run)
+
+
+def _manifest(**fields: Any) -> dict[str, Any]:
+    return {"run_id": "synthetic", "status": "completed", "slo": {},
+            "load": {"mode": "open", "duration_s": 10.0},
+            "counters": {"sent": 100, "dropped_arrivals": 13}, **fields}
+
+
+def _console(analysis: Any, capsys: pytest.CaptureFixture[str]) -> str:
+    print_summary(analysis, slo_verdict(analysis))
+    captured = capsys.readouterr()
+    return captured.out + captured.err
+
+
+def test_fidelity_flags_and_dropped_arrivals_reach_the_console(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = _console(_analysis(_manifest(), lag_ms=11.7), capsys)
+    assert "zerohop: warning: client fidelity flagged: schedule lag p99 11.7 ms" in out, out
+    assert "zerohop: warning: dropped arrivals: 13" in out, out
+
+
+def test_a_clean_run_warns_of_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = _manifest(counters={"sent": 100, "dropped_arrivals": 0})
+    assert "warning" not in _console(_analysis(manifest, lag_ms=0.5), capsys)
+
+
+def test_a_missed_slo_says_whether_it_gates_the_exit_code(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    workload_slo = _manifest(workload_slo={"flood": {"ttft_p99_ms": 100.0}})
+    out = _console(_analysis(workload_slo, lag_ms=0.5), capsys)
+    line = next(line for line in out.splitlines() if "MISSED" in line)
+    assert "not gating the exit code" in line and "--slo gates" in line, line
+    assert "observed 218 ms" in line, line  # rounded for people, not 218.01000000000002
+    gated = _manifest(slo={"ttft_p99_ms": 100.0})
+    out = _console(_analysis(gated, lag_ms=0.5), capsys)
+    line = next(line for line in out.splitlines() if "MISSED" in line)
+    assert "(--slo: exit 1)" in line, line
+
+
+def test_the_reports_first_screen_counts_dropped_arrivals() -> None:
+    from zerohop.report.present_headline import verdict
+
+    checks = verdict(_analysis(_manifest(), lag_ms=0.5))["checks"]
+    assert any(c["text"].startswith("dropped arrivals: 13") and c["status"] == "warn"
+               for c in checks), checks

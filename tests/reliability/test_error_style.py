@@ -1,0 +1,34 @@
+"""One error style for every command: `zerohop: error: ...` on one line, exit 2, no
+traceback: click's own mistakes (an unknown option, a bad value, a folder that is not a
+run) as much as zerohop's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.conftest import run, zerohop_cmd
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["run", "--bogus"], ["--bogus", "zerohop run --help"]),
+    (["run", "--api", "grpc"], ["--api", "grpc"]),
+    (["report", "{tmp}/none"], ["results folder not found"]),
+    (["consolidate", "{tmp}"], ["not a zerohop results folder"]),
+    (["sim", "--config", "{tmp}/none.yaml"], ["none.yaml"]),
+    (["simulate", "--workload", "{tmp}/none.yaml"], ["no such file"]),
+    (["microbench", "--only", "warp"], ["--only", "warp"]),
+    (["nosuchcommand"], ["nosuchcommand"]),
+])
+def test_every_command_errs_in_one_style(args: list[str], words: list[str],
+                                         tmp_path: Path) -> None:
+    res = run(zerohop_cmd(*(a.format(tmp=tmp_path) for a in args)), timeout=60)
+    assert res.returncode == 2, (res.returncode, res.stdout[-500:], res.stderr[-1500:])
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zerohop: error: "), res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    for word in words:
+        assert word in lines[0], lines[0]
