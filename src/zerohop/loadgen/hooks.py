@@ -17,8 +17,8 @@ from typing import Any
 import gevent
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED
-from zerohop.core.redaction import known_secrets, scrub
 from zerohop.core.layout import LOAD_STOPPED_KEY
+from zerohop.core.redaction import known_secrets, scrub
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
