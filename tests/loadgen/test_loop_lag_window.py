@@ -143,10 +143,10 @@ gevent.monkey.patch_all()
 import locust.main
 import locust.runners
 
-from zerohop.loadgen import hooks
+from zerohop.loadgen import quiet_hub
 
 if sys.argv[1] == "warmed":
-    hooks._warm_locust_stop()
+    quiet_hub.warm_locust_stop()
 
 
 def stop():

@@ -7,7 +7,6 @@ once. Each listener is short and delegates: options (`options.py`), records
 
 from __future__ import annotations
 
-import gc
 import logging
 import sys
 import time
@@ -20,6 +19,7 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKE
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.core.redaction import known_secrets, scrub
 from zerohop.loadgen import options as opt
+from zerohop.loadgen import quiet_hub
 from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
 from zerohop.loadgen.ttft_table import log_ttft_table
@@ -273,7 +273,7 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         _prepare_worker(environment, rt)
     elif rt.role == "local":
         _prepare_load(environment)
-    _warm_locust_stop()
+    quiet_hub.warm_locust_stop()
     # the measured window starts here: the loop-lag probe sees the load, not the set-up
     if rt.role == "worker":
         _start_worker_self_telemetry(environment, rt)
@@ -288,7 +288,7 @@ def _prepare_load(environment: Any) -> None:
     _prepare_bindings(environment)
     start_open_loop_dispatchers(environment)
     start_budget_watch(environment)
-    _keep_collector_off_the_reads()
+    quiet_hub.keep_collector_off_the_reads()
 
 
 def _prepare_worker(environment: Any, rt: ProcessRuntime) -> None:
@@ -309,37 +309,6 @@ def _prepare_worker(environment: Any, rt: ProcessRuntime) -> None:
 
         worker_health.report_failure(rt, f"failed at test start: {one_line(exc)}")
         raise
-
-
-def _warm_locust_stop() -> None:
-    """Locust's `runner.stop()` logs its caller with `inspect.stack()`, and the first
-    such call in a process resolves the real path of every loaded module (900-1,700 of
-    them) and reads each frame's source: 70-340 ms with the hub held on 2 shared cores,
-    at the very end of the window while the last requests stream
-    (tests/bench/bench_loop_lag_sources.py). Paid here, before the window, it is a
-    lookup later (0.1-0.3 ms)."""
-    import inspect
-    import linecache
-
-    import locust.main
-    import locust.runners
-
-    for module in (locust.main, locust.runners):
-        if module.__file__:
-            linecache.getlines(module.__file__)
-    inspect.stack()
-
-
-def _keep_collector_off_the_reads() -> None:
-    """A garbage collection stalls every stream's reads, and a token left unread while
-    the next one lands loses its own arrival stamp. Everything built so far (Locust,
-    plans, prompts) lives for the whole run: frozen, the collector skips it; and full
-    collections, which still take milliseconds with gevent's objects, run every 10,000
-    middle-generation ones instead of every 10 (the young generations, which take the
-    short-lived garbage, keep their defaults)."""
-    gc.freeze()
-    young, middle, _old = gc.get_threshold()
-    gc.set_threshold(young, middle, 10_000)
 
 
 def _prepare_bindings(environment: Any) -> None:
