@@ -31,5 +31,6 @@ def test_buffering_nginx_changes_the_stream_and_streaming_nginx_does_not(
     gzip = shapes["nginx-gzip"]
     assert gzip["changed"], gzip
     assert gzip["tokens_per_read"] >= 2 * gzip["direct_tokens_per_read"], gzip
+    print(res.stdout)
     assert "nginx-gzip     CHANGED" in res.stdout
     assert "nginx-stream   unchanged" in res.stdout

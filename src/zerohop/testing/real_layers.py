@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 READY_TIMEOUT_S = 30.0
 ROUTER_POLICIES = ("round_robin", "power_of_two", "cache_aware", "random", "consistent_hash")
-NGINX_MODES = ("stream", "buffer")  # stream: proxy_buffering off; buffer: gzip holds events
+NGINX_MODES = ("stream", "buffer")  # buffer: a gzip hop inside holds events (nginx_config)
 
 
 class LayerStartError(RuntimeError):
@@ -119,30 +119,47 @@ def start_vllm_router(worker_urls: Sequence[str], policy: str, workdir: Path,
 
 def nginx_config(upstreams: Sequence[str], port: int, workdir: Path, mode: str) -> str:
     """An nginx configuration: a keep-alive upstream over `upstreams` (nginx's round
-    robin), listening on loopback `port`. mode `stream`: proxy_buffering off, each
-    event passed on as it comes; `buffer`: gzip on for text/event-stream, which holds
-    events in the compressor's buffer and sends them in bursts (the setting that
-    changes a stream; docs/layers.md)."""
+    robin), listening on loopback `port`, proxy_buffering off.
+
+    mode `stream`: that alone — each event passed on as it comes. `buffer`: the same
+    front, which asks a second server block of the same nginx for gzip and unzips what
+    it gets (`gunzip on`); that back block compresses the event stream (`gzip on`,
+    `proxy_buffering on`) and its compressor holds events until its buffer fills or the
+    answer ends (with buffering off, nginx flushes the compressor on every read). A
+    compressing hop is the common way a stream gets held; `proxy_buffering on` alone does
+    not hold one (it passes each read on while the client can take it: tried with
+    default and 64k buffers, postpone_output, an HTTP/1.0 upstream, ssi and sub_filter,
+    all streamed as the engine wrote)."""
     if mode not in NGINX_MODES:
         raise ValueError(f"nginx mode {mode!r}: expected one of {', '.join(NGINX_MODES)}")
     servers = "".join(f"    server {_host_port(u)};\n" for u in upstreams)
     temp = "".join(f"  {kind}_temp_path {workdir / kind};\n"
                    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    proxy = ("      proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n"
+             "      proxy_read_timeout 300s;\n      proxy_buffering off;\n")
+    blocks = []
     if mode == "stream":
-        shaping = "      proxy_buffering off;\n"
+        blocks.append(_server(port, "http://engine", proxy))
     else:
-        shaping = ("      proxy_buffering on;\n      gzip on;\n      gzip_min_length 0;\n"
-                   "      gzip_proxied any;\n      gzip_types text/event-stream;\n")
+        back = free_port()
+        blocks.append(_server(port, f"http://127.0.0.1:{back}",
+                              proxy + "      proxy_set_header Accept-Encoding gzip;\n"
+                              "      gunzip on;\n"))
+        blocks.append(_server(back, "http://engine",
+                              proxy.replace("buffering off", "buffering on") + "      gzip on;\n      gzip_min_length 0;\n"
+                              "      gzip_proxied any;\n      gzip_types text/event-stream;\n"))
     return (
         f"worker_processes 1;\ndaemon off;\npid {workdir / 'nginx.pid'};\n"
         f"error_log {workdir / 'error.log'};\n"
         "events { worker_connections 1024; }\n"
         "http {\n  access_log off;\n" + temp +
         "  upstream engine {\n" + servers + "    keepalive 64;\n  }\n"
-        f"  server {{\n    listen 127.0.0.1:{port};\n    location / {{\n"
-        "      proxy_pass http://engine;\n      proxy_http_version 1.1;\n"
-        '      proxy_set_header Connection "";\n      proxy_read_timeout 300s;\n'
-        + shaping + "    }\n  }\n}\n")
+        + "".join(blocks) + "}\n")
+
+
+def _server(port: int, target: str, directives: str) -> str:
+    return (f"  server {{\n    listen 127.0.0.1:{port};\n    location / {{\n"
+            f"      proxy_pass {target};\n" + directives + "    }\n  }\n")
 
 
 def start_nginx(upstreams: Sequence[str], workdir: Path, mode: str = "stream",
