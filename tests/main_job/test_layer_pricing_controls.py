@@ -3,10 +3,10 @@ control (zerohop's own 0 ms pass-through, `--control`),
 
 - a second 0 ms layer costs what the control costs: net of the control, every
   percentile's interval contains 0 — its intervals hold only the hop;
-- a layer that delays 10 % of requests by 30 ms costs nothing at p50 (the interval
-  contains 0) and ~30 ms at p99.
+- a layer that delays 10 % of requests by 100 ms costs nothing at p50 (the interval
+  contains 0) and ~100 ms at p99.
 
-Pricing a layer by its mean (3 ms everywhere) fails both: the checks are per percentile.
+Pricing a layer by its mean (10 ms everywhere) fails both: the checks are per percentile.
 The intervals here are recomputed at 99.9 % (fixed in advance: three percentiles and two
 layers are judged at once, and each must not fail one run in twenty by chance).
 """
@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from tests.main_job.test_run_command import zerohop
+from zerohop.analysis.run_data import RunData
 
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
          "load: {kind: closed, users: 2}\n")
-DELAY_MS = 30.0
+DELAY_MS = 100.0
 DELAY_PERCENT = 10.0
 STATS = ("p50", "p90", "p99")
 CONFIDENCE = 0.999
@@ -54,30 +55,48 @@ def test_zero_and_tail_delay_layers_priced_per_percentile(tmp_path: Path) -> Non
             if process is not None:
                 process.stop()
     assert res.returncode == 0, res.stderr[-3000:]
-    run_dir = next(d for d in tmp_path.iterdir() if d.is_dir())
+    run = load_run(next(d for d in tmp_path.iterdir() if d.is_dir()))
     settings = CompareSettings(confidence=CONFIDENCE)
+    costs = {arm: budget_dict(c) for arm, c in arm_comparisons(run, settings).items()}
     net = {arm: budget_dict(c) for arm, c in
-           arm_comparisons(load_run(run_dir), settings, base_arm="control").items()}
-    failures = pricing_failures(net)
-    assert not failures, (failures, net)
+           arm_comparisons(run, settings, base_arm="control").items()}
+    failures = pricing_failures(costs, net)
+    assert not failures, (failures, costs, net, res.stdout)
+    # the mutation: the same layers priced by their mean (one figure for every percentile)
+    by_mean = {arm: _priced_by_mean(run, arm, base) for arm, base in
+               (("delayed", "direct"), ("zero", "direct"))}
+    by_mean_net = {arm: _priced_by_mean(run, arm, "control") for arm in ("delayed", "zero")}
+    assert pricing_failures(by_mean, by_mean_net), (by_mean, by_mean_net)
 
 
-def pricing_failures(net: dict[str, dict]) -> list[str]:
-    """What the two layers' costs net of the control get wrong (empty: priced right)."""
+def pricing_failures(costs: dict[str, dict], net: dict[str, dict]) -> list[str]:
+    """What the two layers' costs (against direct; net of the control) get wrong;
+    empty: priced right."""
     failures = []
-    zero, delayed = net["zero"], net["delayed"]
-    for stat in STATS:
-        low, high = zero["ci95_ms"]["ttft_ms"][stat]
+    for stat in STATS:  # a second 0 ms layer: the control's cost, no more, no less
+        low, high = net["zero"]["ci95_ms"]["ttft_ms"][stat]
         if not low <= 0.0 <= high:
-            failures.append(f"zero {stat}: [{low:+.2f}, {high:+.2f}] excludes 0")
-    low, high = delayed["ci95_ms"]["ttft_ms"]["p50"]
+            failures.append(f"zero {stat}: [{low:+.2f}, {high:+.2f}] net of the control "
+                            "excludes 0")
+    low, high = net["delayed"]["ci95_ms"]["ttft_ms"]["p50"]
     if not low <= 0.0 <= high:
-        failures.append(f"delayed p50: [{low:+.2f}, {high:+.2f}] excludes 0")
-    p99 = delayed["layer_cost_ms"]["ttft_ms"]["p99"]
-    low, high = delayed["ci95_ms"]["ttft_ms"]["p99"]
+        failures.append(f"delayed p50: [{low:+.2f}, {high:+.2f}] net of the control "
+                        "excludes 0")
+    # the tail against direct: the control's own p99 (a few samples) adds only noise
+    p99 = costs["delayed"]["layer_cost_ms"]["ttft_ms"]["p99"]
+    low, high = costs["delayed"]["ci95_ms"]["ttft_ms"]["p99"]
     band = (DELAY_MS * (1 - TAIL_TOLERANCE), DELAY_MS * (1 + TAIL_TOLERANCE))
     if not band[0] <= p99 <= band[1]:
         failures.append(f"delayed p99: {p99:+.2f} ms, not within {band} of the delay")
-    if high < band[0] or low > band[1]:
-        failures.append(f"delayed p99: [{low:+.2f}, {high:+.2f}] misses the delay")
+    if not low <= DELAY_MS <= high:
+        failures.append(f"delayed p99: [{low:+.2f}, {high:+.2f}] excludes the delay")
     return failures
+
+
+def _priced_by_mean(run: RunData, arm: str, base: str) -> dict:
+    """The mutation "price the layer by its mean": every percentile's cost (and its
+    interval) is the difference of the two arms' mean TTFT."""
+    frame = run.requests[run.requests.outcome == "ok"]
+    mean = float(frame[frame.arm == arm].ttft_ms.mean() - frame[frame.arm == base].ttft_ms.mean())
+    return {"layer_cost_ms": {"ttft_ms": {s: mean for s in STATS}},
+            "ci95_ms": {"ttft_ms": {s: [mean, mean] for s in STATS}}}
