@@ -145,9 +145,10 @@ def nginx_config(upstreams: Sequence[str], port: int, workdir: Path, mode: str) 
         blocks.append(_server(port, f"http://127.0.0.1:{back}",
                               proxy + "      proxy_set_header Accept-Encoding gzip;\n"
                               "      gunzip on;\n"))
+        compress = ("      gzip on;\n      gzip_min_length 0;\n      gzip_proxied any;\n"
+                    "      gzip_types text/event-stream;\n")
         blocks.append(_server(back, "http://engine",
-                              proxy.replace("buffering off", "buffering on") + "      gzip on;\n      gzip_min_length 0;\n"
-                              "      gzip_proxied any;\n      gzip_types text/event-stream;\n"))
+                              proxy.replace("buffering off", "buffering on") + compress))
     return (
         f"worker_processes 1;\ndaemon off;\npid {workdir / 'nginx.pid'};\n"
         f"error_log {workdir / 'error.log'};\n"
