@@ -90,6 +90,15 @@ def test_routing_comparison_over_two_replicas(tmp_path: Path) -> None:
     (["--compare-layer", "--compare-layer-mode", "sequential", "--route", "round_robin",
       "--route", "least_loaded"], ["sequential"]),
     (["--compare-layer", "--route", "fastest"], ["--route"]),
+    (["--control"], ["--compare-layer"]),
+    (["--compare-layer", "--host", "http://127.0.0.1:9", "--layer-url", "a=http://127.0.0.1:8",
+      "--layer-url", "a=http://127.0.0.1:7"], ["--layer-url", "twice"]),
+    (["--compare-layer", "--host", "http://127.0.0.1:9", "--layer-url", "control=http://x:8"],
+     ["--layer-url", "control"]),
+    (["--compare-layer", "--host", "http://127.0.0.1:9", "--layer-url", "r=ftp://x:8"],
+     ["--layer-url", "http"]),
+    (["--compare-layer", "--compare-layer-mode", "sequential", "--host", "http://127.0.0.1:9",
+      "--layer-url", "http://127.0.0.1:8", "--control"], ["sequential"]),
 ])
 def test_clashing_compare_layer_flags_exit_2(args: list[str], words: list[str], tmp_path: Path
                                              ) -> None:

@@ -47,6 +47,7 @@ class ArmFigures:
     good_pct: float  # requests that were ok and met every --slo objective
     goodput_rps: float
     routes: dict[str, int]  # the upstream the layer chose (Server-Timing `route`), counted
+    replicas: dict[str, int]  # the replica that answered, as it named itself, counted
 
 
 def arms_of(run: RunData) -> list[str]:
@@ -95,14 +96,17 @@ def arm_views(run: RunData) -> dict[str, RunData]:
     return views
 
 
-def arm_comparisons(run: RunData, settings: CompareSettings | None = None
-                    ) -> dict[str, Comparison]:
-    """Each arm against the base arm (`direct`), as a layer comparison: arm → result."""
+def arm_comparisons(run: RunData, settings: CompareSettings | None = None,
+                    base_arm: str = BASE_ARM) -> dict[str, Comparison]:
+    """Each arm against the base arm (`direct`; or another, e.g. the zero-cost
+    control, to price a layer net of the bare hop), as a layer comparison: arm →
+    result. With another base, `direct` is left out."""
     views = arm_views(run)
-    if BASE_ARM not in views:
-        raise ValueError(f"the run has no {BASE_ARM!r} arm to compare with "
+    if base_arm not in views:
+        raise ValueError(f"the run has no {base_arm!r} arm to compare with "
                          f"(arms: {', '.join(views) or 'none'})")
-    base = views.pop(BASE_ARM)
+    base = views.pop(base_arm)
+    views.pop(BASE_ARM, None)
     return {arm: compare_runs(base, view, settings, layer=True) for arm, view in views.items()}
 
 
@@ -187,7 +191,7 @@ def arm_figures(view: RunData, arm: str) -> ArmFigures:
         cache_hit_pct=None if hit is None else round(float(hit), 2),
         cache_known=int(known.sum()),
         good_pct=round(100.0 * float(good.sum()) / len(frame), 2) if len(frame) else math.nan,
-        goodput_rps=round(rps, 3), routes=_routes(frame),
+        goodput_rps=round(rps, 3), routes=_routes(frame), replicas=_replicas(frame),
     )
 
 
@@ -198,6 +202,13 @@ def _routes(frame: pd.DataFrame) -> dict[str, int]:
         if match:
             counts[match.group(1)] = counts.get(match.group(1), 0) + 1
     return dict(sorted(counts.items()))
+
+
+def _replicas(frame: pd.DataFrame) -> dict[str, int]:
+    if "replica" not in frame.columns:
+        return {}
+    counts = frame["replica"].dropna().astype(str).value_counts()
+    return {str(name): int(n) for name, n in sorted(counts.items())}
 
 
 def _round(value: float) -> float:

@@ -56,7 +56,7 @@ TEXT_COLUMNS: tuple[str, ...] = ("error_type", "error_message", "session_id", "s
 CATEGORY_COLUMNS: tuple[str, ...] = (
     "workload", "outcome", "adapter", "model", "final_outcome", "answered_by",
     "give_up_reason", "attempt_reason", "token_source", "prompt_token_source", "arm",
-    "agent_end", "structured_output",
+    "agent_end", "structured_output", "replica",
 )
 LIST_COLUMN = "itl_ms"
 REQUEST_COLUMNS: tuple[str, ...] = CATEGORY_COLUMNS + FLOAT_COLUMNS + TEXT_COLUMNS

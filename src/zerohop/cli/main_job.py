@@ -22,7 +22,7 @@ from zerohop.core.apis import API_NAMES, DEFAULT_API
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.layer.routing import ROUTES
 from zerohop.runner.compare_layer import MODES as COMPARE_MODES
-from zerohop.runner.compare_layer import LayerSetup, run_compare_layer
+from zerohop.runner.compare_layer import LayerSetup, parse_layer_urls, run_compare_layer
 from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration, users_for
 from zerohop.runner.run_once import run_once
 from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
@@ -80,7 +80,12 @@ REQUESTS_TIME_CAP = "24h"  # --requests without --duration: the count ends the r
               show_default=True,
               help="interleaved: both arms in one run; sequential: a run direct, then one "
                    "through the layer (with each run's own noise beside the cost).")
-@click.option("--layer-url", default=None, help="With --compare-layer and --host: the gateway URL.")
+@click.option("--layer-url", "layer_urls", multiple=True,
+              help="With --compare-layer and --host: a gateway's URL, or NAME=URL; repeat "
+                   "to price several in one run (docs/layers.md).")
+@click.option("--control", is_flag=True,
+              help="With --compare-layer: add the arm `control`, zerohop's own proxy doing "
+                   "nothing (0 ms) in front of the direct target: the bare hop, priced beside.")
 @click.option("--layer-args", default="--per-request-ms 5", show_default=True,
               help="Embedded layer's options (with --compare-layer and no --layer-url).")
 @click.option("--replicas", type=int, default=1, show_default=True,
@@ -222,9 +227,11 @@ def _layer_setup(kw: dict[str, Any]) -> LayerSetup:
         problem = "--replicas must be >= 1"
     elif replicas > 1 and kw["host"]:
         problem = "--replicas starts embedded engines: not with --host"
-    elif kw["layer_url"] and not kw["host"]:
+    elif kw["layer_urls"] and not kw["host"]:
         problem = "--layer-url is a gateway in front of --host: give both"
-    elif routes and kw["layer_url"]:
+    elif kw["control"] and not kw["compare_layer"]:
+        problem = "--control is --compare-layer's: add --compare-layer"
+    elif routes and kw["layer_urls"]:
         problem = "--route configures the embedded layer: not with --layer-url"
     elif mode == "sequential" and len(routes) > 1:
         problem = "--compare-layer-mode sequential compares one layer: give one --route"
@@ -236,8 +243,15 @@ def _layer_setup(kw: dict[str, Any]) -> LayerSetup:
         layer_args = shlex.split(kw["layer_args"])
     except ValueError as exc:
         raise RunError(f"--layer-args: {exc}", EXIT_BAD_INPUT) from None
-    return LayerSetup(layer_url=kw["layer_url"], layer_args=layer_args, mode=mode,
-                      replicas=replicas, routes=routes)
+    try:
+        layer_urls = parse_layer_urls(kw["layer_urls"])
+    except ValueError as exc:
+        raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    if mode == "sequential" and (len(layer_urls) > 1 or kw["control"]):
+        raise RunError("--compare-layer-mode sequential compares one layer: one --layer-url, "
+                       "no --control", EXIT_BAD_INPUT)
+    return LayerSetup(layer_urls=layer_urls, layer_args=layer_args, mode=mode,
+                      replicas=replicas, routes=routes, control=kw["control"])
 
 
 def _check_telemetry(spec: str) -> None:

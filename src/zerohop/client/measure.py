@@ -152,6 +152,7 @@ def build_record(
     record.end_ts = anchor.wall_s(ex.end_ns)
     record.http_status = ex.status
     record.server_timing = rec.truncate_message(ex.headers.get("server-timing"))
+    record.replica = rec.truncate_message(ex.headers.get(rec.REPLICA_HEADER))
     if scheduled_perf_ns is not None:
         record.scheduled_ts = anchor.wall_s(scheduled_perf_ns)
         record.schedule_lag_ms = (ex.sent_ns - scheduled_perf_ns - (queue_wait_ns or 0)

@@ -160,6 +160,9 @@ class RequestRecord:
     # an interleaved comparison (`zerohop run --compare-layer`): the arm the request was
     # assigned to (`direct`, `layer`, a routing policy's name); None outside one
     arm: str | None = None
+    # the replica that answered, as it named itself (the embedded target's
+    # `x-zerohop-replica` header: its HOST:PORT); None when the server does not say
+    replica: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         """Plain-Python dict (msgpack- and JSON-safe: no numpy scalars), its lists
@@ -179,6 +182,8 @@ class RequestRecord:
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RequestRecord))
 
 ERROR_MESSAGE_MAX_CHARS = 500
+# the response header in which a replica names itself (the embedded target sends it)
+REPLICA_HEADER = "x-zerohop-replica"
 
 
 def truncate_message(message: str | None) -> str | None:

@@ -47,6 +47,10 @@ from zerohop.sim.http_server import run_server
     default=0,
     help="Requests forwarded at once; more wait in a queue (0 = unlimited).",
 )
+@click.option("--delay-ms", type=float, default=0.0,
+              help="An extra wait for --delay-percent % of requests (a tail-only cost).")
+@click.option("--delay-percent", type=float, default=0.0,
+              help="Share of requests (0-100, spread evenly) that wait --delay-ms.")
 def proxy_command(
     upstreams: tuple[str, ...],
     route: str,
@@ -58,6 +62,8 @@ def proxy_command(
     parse: bool,
     reserialise: bool,
     max_concurrency: int,
+    delay_ms: float,
+    delay_percent: float,
 ) -> None:
     """Run the orchestrator layer: a real extra HTTP hop in front of an engine."""
     try:
@@ -71,6 +77,8 @@ def proxy_command(
             parse=parse or reserialise,
             reserialise=reserialise,
             max_concurrency=max_concurrency,
+            delay_ms=delay_ms,
+            delay_percent=delay_percent,
         )
     except ValueError as exc:
         click.echo(f"zerohop: error: {exc}", err=True)

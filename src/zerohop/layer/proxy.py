@@ -2,8 +2,10 @@
 
 Per request it does configurable work — wait for a slot (`max_concurrency`, a FIFO
 queue), parse the JSON body, apply a policy (read `model`, tag the request),
-re-serialise, an async wait (`per_request_ms`, e.g. a remote policy lookup), busy CPU
-work (`cpu_ms`, blocking its loop as Python gateway code does) — then forwards it over
+re-serialise, an async wait (`per_request_ms`, e.g. a remote policy lookup; and
+`delay_ms` more for `delay_percent` % of requests: a cost in the tail only, the pricing
+control of docs/layers.md), busy CPU work (`cpu_ms`, blocking its loop as Python
+gateway code does) — then forwards it over
 a pooled keep-alive upstream connection (as production gateways do) and streams the
 response back as bytes arrive, without buffering. Its own cost is reported in
 `server-timing: layer;dur=<ms>` (queue + work before forwarding) so the same workload
@@ -61,6 +63,8 @@ class LayerConfig:
     parse: bool = True
     reserialise: bool = False
     max_concurrency: int = 0
+    delay_ms: float = 0.0  # an extra wait for `delay_percent` % of requests: a tail only
+    delay_percent: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.upstreams:
@@ -73,9 +77,11 @@ class LayerConfig:
             raise ValueError(f"route: {self.route!r} unknown; choose one of {', '.join(ROUTES)}")
         if self.route == "prefix_affinity" and not self.parse:
             raise ValueError("route prefix_affinity reads the prompt: not with --no-parse")
-        for name in ("per_request_ms", "cpu_ms", "max_concurrency"):
+        for name in ("per_request_ms", "cpu_ms", "max_concurrency", "delay_ms"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must be >= 0")
+        if not 0 <= self.delay_percent <= 100:
+            raise ValueError(f"delay_percent: must be within 0..100, got {self.delay_percent}")
 
     def address(self, index: int) -> tuple[str, int]:
         """(host, port) of upstream `index`."""
@@ -90,6 +96,7 @@ class LayerProxy:
         self.config = config
         self._slots = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
         self.forwarded = 0
+        self._arrivals = 0  # requests counted for the delayed share
         self.router = make_router(config.route, len(config.upstreams))
         self._addresses = [config.address(i) for i in range(len(config.upstreams))]
         self._idle: list[list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = [
@@ -142,6 +149,8 @@ class LayerProxy:
         cfg = self.config
         if cfg.per_request_ms > 0:
             await _precise_sleep(cfg.per_request_ms / 1e3)
+        if cfg.delay_ms > 0 and self._delay_this_one():
+            await _precise_sleep(cfg.delay_ms / 1e3)
         if cfg.cpu_ms > 0:
             _burn_cpu(cfg.cpu_ms / 1e3)
         layer_ms = (time.perf_counter_ns() - request.arrival_ns) / 1e6
@@ -177,6 +186,14 @@ class LayerProxy:
             self.forwarded += 1
             if writer is not None:
                 writer.close()
+
+    def _delay_this_one(self) -> bool:
+        """Exactly `delay_percent` % of requests, spread evenly: the i-th is delayed when
+        the running count of delayed ones, i·k/100 rounded down, steps up."""
+        i = self._arrivals
+        self._arrivals += 1
+        share = self.config.delay_percent / 100.0
+        return int((i + 1) * share) > int(i * share)
 
     async def _connect(self, index: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         reader, writer = await asyncio.open_connection(*self._addresses[index])

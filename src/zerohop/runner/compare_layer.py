@@ -29,15 +29,45 @@ SHOWN_STATS = ("p50", "p90", "p99")
 
 @dataclasses.dataclass(frozen=True)
 class LayerSetup:
-    """How the comparison's targets are made: `layer_url` is a gateway the user runs
-    (with --host); otherwise the embedded layer runs with `layer_args`, in front of
-    `replicas` embedded engines, once per routing policy in `routes`."""
+    """How the comparison's targets are made: `layer_urls` are gateways the user runs
+    (with --host; arm name → URL); otherwise the embedded layer runs with `layer_args`,
+    in front of `replicas` embedded engines, once per routing policy in `routes`.
+    `control` adds the arm `control`: zerohop's own proxy with no work (0 ms, no
+    parsing) in front of the direct target, a pass-through of known cost beside the
+    layers under test, in the same run."""
 
-    layer_url: str | None
+    layer_urls: dict[str, str]
     layer_args: list[str]
     mode: str = "interleaved"
     replicas: int = 1
     routes: tuple[str, ...] = ()
+    control: bool = False
+
+
+CONTROL_ARM = "control"
+CONTROL_ARGS = ("--no-parse",)  # nothing done per request: the hop alone
+
+
+def parse_layer_urls(values: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """--layer-url values (`URL` or `NAME=URL`, repeated) → {arm: URL}; a bare URL is the
+    arm `layer` (once). A ValueError says which value is wrong."""
+    from zerohop.client.arms import ARM_NAME
+
+    urls: dict[str, str] = {}
+    for value in values:
+        name, sep, url = value.partition("=")
+        if not sep or name.startswith(("http://", "https://")):
+            name, url = "layer", value
+        name, url = name.strip(), url.strip().rstrip("/")
+        if not ARM_NAME.match(name) or name in ("direct", CONTROL_ARM):
+            raise ValueError(f"--layer-url: arm name {name!r} is not usable (letters, digits, "
+                             "-, _; not direct or control)")
+        if not url.startswith(("http://", "https://")) or len(url.split("://", 1)[1]) == 0:
+            raise ValueError(f"--layer-url: {value!r} is not an http:// URL")
+        if name in urls:
+            raise ValueError(f"--layer-url: arm {name!r} given twice (name each: NAME=URL)")
+        urls[name] = url
+    return urls
 
 
 def run_compare_layer(plan: RunPlan, setup: LayerSetup) -> int:
@@ -47,7 +77,7 @@ def run_compare_layer(plan: RunPlan, setup: LayerSetup) -> int:
         direct, arms = _start_targets(plan, setup, processes)
         kind = "embedded" if plan.host is None else None
         if setup.mode == "sequential":
-            layer_url = next(iter(arms.values()))
+            layer_url = next(a for name, a in arms.items() if name != CONTROL_ARM)
             direct_run = run_once(dataclasses.replace(plan, host=direct,
                                                       name=plan.name + "-direct"), kind=kind)
             layered = run_once(dataclasses.replace(plan, host=layer_url,
@@ -81,9 +111,13 @@ def _start_targets(plan: RunPlan, setup: LayerSetup, processes: list[Any]
             upstreams = [r.url for r in replicas]
         else:
             upstreams = [plan.host]
-        if setup.layer_url is not None:
-            return upstreams[0], {"layer": setup.layer_url}
         arms = {}
+        if setup.control:
+            control = start_proxy(upstreams[0], CONTROL_ARGS)
+            processes.append(control)
+            arms[CONTROL_ARM] = control.url
+        if setup.layer_urls:
+            return upstreams[0], {**arms, **setup.layer_urls}
         for route in setup.routes or (None,):
             extra = ["--route", route] if route else []
             proxy = start_proxy(upstreams, [*setup.layer_args, *extra])
@@ -99,6 +133,7 @@ def _start_targets(plan: RunPlan, setup: LayerSetup, processes: list[Any]
 
 def _report_interleaved(run_dir: Path) -> None:
     from zerohop.analysis.arms import arm_comparisons, arm_figures, arm_views, budget_dict
+    from zerohop.analysis.stream_shape import stream_shapes
     from zerohop.report.build import write_comparison
     from zerohop.storage.run_reader import load_run
 
@@ -111,16 +146,27 @@ def _report_interleaved(run_dir: Path) -> None:
     stem = run_dir.parent / f"compare-{run_dir.name}-arms"
     write_comparison(list(comparisons.values()), stem.with_suffix(".html"))
     costs = {arm: budget_dict(c) for arm, c in comparisons.items()}
-    first = next(iter(costs))
+    net = {}
+    if CONTROL_ARM in views and len(views) > 2:
+        net = {arm: budget_dict(c)
+               for arm, c in arm_comparisons(run, base_arm=CONTROL_ARM).items()}
+    first = next((arm for arm in costs if arm != CONTROL_ARM), next(iter(costs)))
     figures = {arm: dataclasses.asdict(arm_figures(view, arm)) for arm, view in views.items()}
+    shapes = {s.arm: dataclasses.asdict(s) for s in stream_shapes(views)}
     budget = {"mode": "interleaved", "run": run_dir.name, "arm": first, **costs[first],
-              "costs": costs, "arms": figures}
+              "costs": costs, "net_of_control": net, "stream": shapes, "arms": figures}
     stem.with_suffix(".json").write_text(json.dumps(budget, indent=2) + "\n")
     counts = " + ".join(f"{f['requests']} {arm}" for arm, f in figures.items())
     click.echo(f"layer cost (arm − direct, ms; 95% CI), one interleaved run ({counts}):")
     for arm, cost in costs.items():
         _echo_cost(arm, cost)
+    if net:
+        click.echo(f"net of the control (arm − {CONTROL_ARM}, zerohop's 0 ms pass-through; "
+                   "ms; 95% CI):")
+        for arm, cost in net.items():
+            _echo_cost(arm, cost)
     _echo_figures(figures)
+    _echo_stream(shapes)
     click.echo(f"comparison: {stem.with_suffix('.html')}")
 
 
@@ -175,3 +221,23 @@ def _echo_figures(figures: dict[str, dict[str, Any]]) -> None:
         routes = " ".join(f"{k}:{v}" for k, v in f["routes"].items()) or "-"
         click.echo(f"  {arm:<16} {f['requests']:>8} {f['ok']:>6} {hit:>9} {good:>7} "
                    f"{f['goodput_rps']:>9.2f}  {routes}")
+    served = {arm: f["replicas"] for arm, f in figures.items() if f.get("replicas")}
+    if served:
+        click.echo("  served by (each replica as it named itself, x-zerohop-replica):")
+        for arm, replicas in served.items():
+            click.echo(f"    {arm:<14} " + "  ".join(f"{k}:{v}" for k, v in replicas.items()))
+
+
+def _echo_stream(shapes: dict[str, dict[str, Any]]) -> None:
+    """Per arm: whether the hop changed the stream against the same run's direct
+    requests (analysis/stream_shape.py), and how."""
+    if not shapes:
+        return
+    click.echo("  stream through each arm, against direct:")
+    for arm, shape in shapes.items():
+        if shape["changed"]:
+            verdict = "CHANGED: " + "; ".join(shape["reasons"])
+        else:
+            verdict = (f"unchanged ({shape['tokens_per_read']:.2f} tokens per read, direct "
+                       f"{shape['direct_tokens_per_read']:.2f})")
+        click.echo(f"    {arm:<14} {verdict}")

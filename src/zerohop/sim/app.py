@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zerohop.core.records import ClockAnchor, http_outcome
+from zerohop.core.records import REPLICA_HEADER, ClockAnchor, http_outcome
 from zerohop.sim.answer_plan import draw_answer_plan
 from zerohop.sim.answer_shapes import shape_for
 from zerohop.sim.api_shapes import error_body, models_body
@@ -114,6 +114,9 @@ class SimApp:
         self._probe_due_ns = 0
         self._id_prefix = uuid.uuid4().hex[:8]
         self._counter = 0
+        # who answered: set to the listening address once bound (`serve`), and sent on
+        # every generation reply, so a router's choices are seen per request, not inferred
+        self.replica_header: tuple[bytes, bytes] | None = None
 
     # --- lifecycle -------------------------------------------------------------------
     async def start(self) -> None:
@@ -218,6 +221,8 @@ class SimApp:
     def _generate(self, conn: HttpConnection, request: HttpRequest, api: str) -> None:
         request_id = request.headers.get("x-request-id") or self._new_request_id()
         extra_headers = [(b"x-request-id", request_id.encode("latin-1", "replace"))]
+        if self.replica_header is not None:
+            extra_headers.append(self.replica_header)
         refused = _Refusal(conn, request, api, request_id, extra_headers)
         try:
             self._check_auth(request, api)
@@ -468,6 +473,8 @@ async def serve(
     gc.freeze()
     gc.set_threshold(50_000, 50, 1000)
     server, port = await listen(app, config.host, config.port, port_file)
+    name = f"{config.host}:{port}".encode("latin-1", "replace")
+    app.replica_header = (REPLICA_HEADER.encode(), name)
     print(f"zerohop-sim listening on http://{config.host}:{port}", flush=True)
     if ready is not None and not ready.done():
         ready.set_result(port)
