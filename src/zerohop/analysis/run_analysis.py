@@ -33,6 +33,7 @@ from zerohop.analysis.run_summary import summarise_run
 from zerohop.analysis.sessions import SessionAnalysis, summarise_sessions
 from zerohop.analysis.slo import SloResult
 from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
+from zerohop.analysis.time_budget import TimeBudget, time_budget
 from zerohop.analysis.timeseries import (
     Lane,
     TelemetryGap,
@@ -101,6 +102,7 @@ class RunAnalysis:
     token_counts: TokenCounts | None = None  # the client's counts beside the server's
     window: MeasuredWindow | None = None  # what every rate in `summaries` is divided by
     sessions: SessionAnalysis | None = None  # conversations, caches, reasoning, tools
+    budget: TimeBudget | None = None  # where each workload's TTFT and E2E go
 
     @property
     def total(self) -> WorkloadSummary:
@@ -166,6 +168,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         token_counts=summarise_token_counts(requests),
         window=summary.window,
         sessions=summarise_sessions(requests, telemetry, timeline.coarsened(MAX_CHART_POINTS)),
+        budget=time_budget(requests, telemetry),
     )
 
 
