@@ -118,14 +118,28 @@ def find_drivers(
     ]
     pairs.sort(key=lambda r: (list(latency.columns).index(r.latency), -abs(r.rho)))
     drivers = sorted((r for r in pairs if r.driver), key=lambda r: (-abs(r.rho), r.q_value))
-    readings = [_reading(str(column), pairs) for column in latency.columns]
+    readings = [r for r in (_reading(str(column), pairs) for column in latency.columns) if r]
+    if not drivers:
+        readings.insert(0, _nothing_explains(len(names), len(latency), pairs, settings))
     return CorrelationReport(
         settings=settings,
         pairs=pairs,
         drivers=drivers,
-        readings=[r for r in readings if r],
+        readings=readings,
         skipped=skipped,
     )
+
+
+def _nothing_explains(series: int, windows: int, pairs: list[PairResult],
+                      settings: CorrelationSettings) -> str:
+    """The plain sentence for a run where no series is a driver, and why."""
+    if not pairs:
+        return (f"Nothing could be tested: {series} telemetry series over {windows} windows "
+                f"of {settings.window_s:g} s (each test needs {settings.min_windows} windows "
+                "where both series have data).")
+    return (f"Nothing in the telemetry explains the latency: none of {series} series moved "
+            f"with any latency percentile over {windows} windows of {settings.window_s:g} s "
+            f"(|ρ| ≥ {settings.min_abs_rho:g} at a false-discovery rate of {settings.fdr:g}).")
 
 
 def lag_scan(

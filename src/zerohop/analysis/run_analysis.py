@@ -19,6 +19,7 @@ from zerohop.analysis.alerts import (
     load_rules,
 )
 from zerohop.analysis.correlation import CorrelationReport, CorrelationSettings, find_drivers
+from zerohop.analysis.driver_lanes import driver_lanes
 from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samples, outcome_counts
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
 from zerohop.analysis.itl_pools import ItlPools
@@ -132,7 +133,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
     window_lanes = lane_windows(lanes, timeline)
     correlation = find_drivers(
         window_latency,
-        window_lanes,
+        lane_windows(driver_lanes(lanes), timeline),
         CorrelationSettings(
             window_s=settings.window_s,
             max_lag_windows=settings.max_lag_windows,
