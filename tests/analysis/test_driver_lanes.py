@@ -63,6 +63,14 @@ def test_raw_cumulative_series_miss_the_queue() -> None:
     assert not any("queue_time" in name for name in _drivers(latency, lanes))
 
 
+def test_the_servers_own_latency_histograms_are_no_drivers_but_their_load_is() -> None:
+    _, lanes = _planted()
+    ttft = [_lane("vllm:time_to_first_token_seconds_sum", lanes[0].values),
+            _lane("vllm:time_to_first_token_seconds_count", lanes[1].values)]
+    keys = {lane.key for lane in driver_lanes(ttft)}
+    assert keys == {"rate(vllm:time_to_first_token_seconds_count){model_name=m}"}
+
+
 def test_counter_rates_handle_a_restart_and_the_first_sample() -> None:
     rates = counter_rates(np.array([0.0, 1.0, 2.0, 4.0]), np.array([5.0, 7.0, 1.0, 5.0]))
     assert np.isnan(rates[0])

@@ -28,9 +28,11 @@ from zerohop.core.metrics import window_labels
 
 # How latency series are named in readings: column → plain words (`p99 TTFT`).
 LATENCY_NAMES: dict[str, str] = window_labels()
-# Telemetry not worth testing: constants, bitmasks and link descriptors.
+# Telemetry not worth testing: constants, bitmasks and link descriptors, and the
+# server's own TTFT (the latency itself, not a cause of it).
 EXCLUDED_METRICS: frozenset[str] = frozenset(
-    {"gpu_mem_total_bytes", "gpu_throttle_reasons", "pcie_link_gen", "pcie_link_width"}
+    {"gpu_mem_total_bytes", "gpu_throttle_reasons", "pcie_link_gen", "pcie_link_width",
+     "server_ttft_p50_s", "server_ttft_p99_s"}
 )
 MIN_WINDOWS = 12
 

@@ -15,11 +15,21 @@ import numpy as np
 from zerohop.analysis.timeseries import Lane, lane_key
 
 CUMULATIVE_SUFFIXES: tuple[str, ...] = ("_total", "_count", "_sum", "_bucket", "_created")
+# Histograms that are the latencies themselves as the server timed them: their mean
+# moves with the client's latency because it is that latency, never its cause.
+ECHO_FAMILIES: frozenset[str] = frozenset({
+    "vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds",
+    "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+    "vllm:request_time_per_output_token_seconds", "vllm:request_inference_time_seconds",
+    "sglang:time_to_first_token_seconds", "sglang:e2e_request_latency_seconds",
+    "sglang:inter_token_latency_seconds",
+})
 
 
 def driver_lanes(lanes: list[Lane]) -> list[Lane]:
     """Gauges as they are; each counter as its per-second rate (`rate(name)`); each
-    histogram's `_sum`/`_count` pair as its interval mean (`mean(family)`); bucket
+    histogram's `_sum`/`_count` pair as its interval mean (`mean(family)`), except
+    the latencies' own (`ECHO_FAMILIES`, whose `_count` rate, the load, stays); bucket
     and creation-time series left out."""
     out: list[Lane] = []
     counts: dict[tuple[str, str, str], Lane] = {}
@@ -39,6 +49,8 @@ def driver_lanes(lanes: list[Lane]) -> list[Lane]:
             out.append(_derived(lane, f"rate({lane.metric})", counter_rates(lane.ts, lane.values)))
             continue
         family = lane.metric[: -len("_sum")]
+        if family in ECHO_FAMILIES:
+            continue
         out.append(_derived(lane, f"mean({family})", interval_means(lane, count)))
     return out
 
