@@ -156,3 +156,8 @@ def test_bucket_placement_reads_ranks_inside_their_bucket_and_keeps_the_exact_me
     matched = matched_to_mean(values, np.zeros(2), np.full(2, 0.3), mean=0.005)
     assert matched.mean() == pytest.approx(0.005)
     assert (matched >= 0).all() and (matched <= 0.3).all()
+    # a wait pinned at its bucket's lower edge: the others take up the rest
+    edged = matched_to_mean(np.array([0.1, 0.2, 0.4]), np.array([0.0, 0.0, 0.3]),
+                            np.array([0.3, 0.3, 0.5]), mean=0.15)
+    assert edged.mean() == pytest.approx(0.15)
+    assert edged[2] == pytest.approx(0.3) and edged[0] < edged[1] < 0.3

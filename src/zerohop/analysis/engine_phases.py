@@ -28,6 +28,7 @@ PHASE_FAMILIES: dict[str, tuple[str, ...]] = {
     "prefill": ("vllm:request_prefill_time_seconds",),
     "decode": ("vllm:request_decode_time_seconds",),
 }
+MATCH_ROUNDS = 20  # edge-clipping rounds of `matched_to_mean` (each fixes some values)
 RAW_SOURCE_MARK = "-raw:"  # telemetry keeps untouched Prometheus series under prom-raw:…
 
 
@@ -125,11 +126,21 @@ def matched_to_mean(values: np.ndarray, low: np.ndarray, high: np.ndarray,
     """`values` scaled so that their mean is the window's exact mean, each kept inside
     its bucket: the buckets say where each observation lies, the sum how large they
     are together (vLLM's first bucket spans 0–300 ms, where linear placement alone
-    would read a 5 ms queue as 150 ms)."""
-    current = float(values.mean())
-    if not math.isfinite(mean) or current <= 0:
-        return values
-    return np.clip(values * (mean / current), low, high)
+    would read a 5 ms queue as 150 ms). A value that reaches an edge stays there and
+    the others take up the rest; a mean the edges cannot reach is met as nearly as
+    they allow."""
+    out = values.astype(float)
+    target = mean * out.size
+    if not math.isfinite(target):
+        return out
+    for _ in range(MATCH_ROUNDS):
+        gap = target - float(out.sum())
+        free = (out > low) & (out < high)
+        movable = float(out[free].sum())
+        if abs(gap) <= 1e-9 * max(1.0, abs(target)) or movable <= 0:
+            break
+        out[free] = np.clip(out[free] * (1.0 + gap / movable), low[free], high[free])
+    return out
 
 
 def bucket_at(window: BucketWindow, fraction: float) -> tuple[float, float, float]:
