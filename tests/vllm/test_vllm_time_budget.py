@@ -26,13 +26,15 @@ def test_queue_and_prefill_come_from_vllms_histograms(vllm_server: VllmServer,
                                                       tmp_path: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "zerohop", "run", "--host", vllm_server.url, "--model", "tiny",
-         "--workload", str(FLOOD), "--rate", "6", "--duration", "25s",
+         "--workload", str(FLOOD), "--rate", "3", "--duration", "25s",
          "--telemetry", "prom,loadgen", "--no-report", "--results-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )
     assert res.returncode in (0, 1), res.stdout[-2000:] + res.stderr[-3000:]
     run = load_run(next(p for p in tmp_path.iterdir() if p.is_dir()))
     requests, telemetry = run.requests, run.telemetry
+    ok_share = float((requests["outcome"] == "ok").mean())
+    assert ok_share > 0.8, f"vLLM answered only {ok_share:.0%} of 3 req/s: a busy machine?"
     budget = time_budget(requests, telemetry)
     [flood] = budget.workloads
     assert {b.metric for b in flood.bands} == {"ttft_ms", "e2e_ms"}
