@@ -10,7 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zerohop.analysis.engine_phases import BucketWindow, bucket_at, matched_to_mean
+from zerohop.analysis.engine_phases import (
+    BucketWindow,
+    buckets_at,
+    matched_to_mean,
+)
 from zerohop.analysis.time_budget import time_budget
 
 pytestmark = pytest.mark.unit
@@ -148,10 +152,10 @@ def test_a_layer_server_timing_is_the_hop_measured_per_request() -> None:
 def test_bucket_placement_reads_ranks_inside_their_bucket_and_keeps_the_exact_mean() -> None:
     window = BucketWindow(0.0, 1.0, np.array([0.3, 0.5, math.inf]),
                           np.array([2.0, 4.0, 4.0]), mean_s=0.2)
-    assert bucket_at(window, 0.25) == pytest.approx((0.15, 0.0, 0.3))
-    assert bucket_at(window, 0.75) == pytest.approx((0.4, 0.3, 0.5))
+    placed = np.column_stack(buckets_at(window, np.array([0.25, 0.75])))
+    assert placed == pytest.approx(np.array([[0.15, 0.0, 0.3], [0.4, 0.3, 0.5]]))
     top = BucketWindow(0.0, 1.0, np.array([0.3, math.inf]), np.array([0.0, 2.0]), 9.0)
-    assert bucket_at(top, 0.5) == (0.3, 0.3, math.inf)
+    assert [float(v[0]) for v in buckets_at(top, np.array([0.5]))] == [0.3, 0.3, math.inf]
     values = np.array([0.075, 0.225])  # two waits placed in the 0–300 ms bucket
     matched = matched_to_mean(values, np.zeros(2), np.full(2, 0.3), mean=0.005)
     assert matched.mean() == pytest.approx(0.005)

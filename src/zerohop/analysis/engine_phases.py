@@ -107,18 +107,40 @@ def _apportion(requests: pd.DataFrame, windows: list[BucketWindow], rank_by: str
     estimate, low, high = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     end = requests["end_ts"].to_numpy(dtype=float)
     key = requests[rank_by].to_numpy(dtype=float)
-    observed = (requests["outcome"] == "ok").to_numpy() & np.isfinite(end) & np.isfinite(key)
+    observed = np.flatnonzero((requests["outcome"] == "ok").to_numpy() & np.isfinite(end)
+                              & np.isfinite(key))
+    observed = observed[np.argsort(end[observed], kind="stable")]
+    ends = end[observed]
     for window in windows:
-        members = np.flatnonzero(observed & (end > window.start_ts) & (end <= window.end_ts))
+        first, last = np.searchsorted(ends, [window.start_ts, window.end_ts], side="right")
+        members = observed[first:last]
         if members.size == 0:
             continue
         members = members[np.argsort(key[members], kind="stable")]
         fractions = (np.arange(members.size) + 0.5) / members.size
-        placed = np.array([bucket_at(window, float(f)) for f in fractions])
-        low[members], high[members] = placed[:, 1], placed[:, 2]
-        estimate[members] = matched_to_mean(placed[:, 0], placed[:, 1], placed[:, 2],
-                                            window.mean_s)
+        placed, lower, upper = buckets_at(window, fractions)
+        low[members], high[members] = lower, upper
+        estimate[members] = matched_to_mean(placed, lower, upper, window.mean_s)
     return PhaseShares(family, estimate * 1e3, low * 1e3, high * 1e3)
+
+
+def buckets_at(window: BucketWindow, fractions: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the observations at `fractions` of the way through the window's lie:
+    (estimates, lower edges, upper edges) in seconds, each estimate linear inside its
+    bucket; a rank in the +Inf bucket reads as the highest finite edge, with no upper
+    edge (inf)."""
+    counts, bounds = window.cumulative, window.bounds
+    rank = fractions * counts[-1]
+    b = np.minimum(np.searchsorted(counts, rank, side="left"), counts.size - 1)
+    lower = np.where(b == 0, 0.0, bounds[np.maximum(b - 1, 0)])
+    upper = bounds[b]
+    below = np.where(b == 0, 0.0, counts[np.maximum(b - 1, 0)])
+    inside = counts[b] - below
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(inside > 0, (rank - below) / inside, 0.0)
+        placed = np.where(np.isinf(upper), lower, lower + (upper - lower) * share)
+    return placed, lower, upper
 
 
 def matched_to_mean(values: np.ndarray, low: np.ndarray, high: np.ndarray,
@@ -141,24 +163,6 @@ def matched_to_mean(values: np.ndarray, low: np.ndarray, high: np.ndarray,
             break
         out[free] = np.clip(out[free] * (1.0 + gap / movable), low[free], high[free])
     return out
-
-
-def bucket_at(window: BucketWindow, fraction: float) -> tuple[float, float, float]:
-    """(estimate, lower edge, upper edge) in seconds of the observation at `fraction`
-    of the way through the window's observations. A rank in the +Inf bucket reads as
-    the highest finite edge, with no upper edge (inf)."""
-    counts = window.cumulative
-    rank = fraction * counts[-1]
-    b = int(np.searchsorted(counts, rank, side="left"))
-    b = min(b, counts.size - 1)
-    lower = 0.0 if b == 0 else float(window.bounds[b - 1])
-    upper = float(window.bounds[b])
-    if math.isinf(upper):
-        return lower, lower, math.inf
-    below = 0.0 if b == 0 else float(counts[b - 1])
-    inside = float(counts[b]) - below
-    share = (rank - below) / inside if inside > 0 else 0.0
-    return lower + (upper - lower) * share, lower, upper
 
 
 def _le(labels: str) -> float:
