@@ -27,6 +27,7 @@ def test_one_bar_per_workload_whose_segments_fill_it_and_whose_texts_are_escaped
         queue = next(seg for seg in row["segments"] if seg["label"] == "queue")
         assert "aggregate" in queue["text"] and "n=" in queue["text"]
         assert {band["metric"] for band in row["table"]} == {"TTFT", "E2E"}
+        assert row["parts"][-1]["text"].startswith("unexplained ")  # shown even below 0
     html = _environment(str(templates_dir())).get_template("_time_budget.html.j2").render(
         budget=section)
     assert HOSTILE not in html and "&lt;script&gt;" in html

@@ -9,8 +9,9 @@ finished in it. Those requests are the client's records whose `end_ts` falls in 
 interval; matched to the deltas by rank (the k-th slowest request of the interval gets
 the k-th slowest observation), each gets the bucket its rank falls in: an estimate
 (linear inside the bucket, as Prometheus' histogram_quantile) and the bucket's edges
-as its interval. The rank follows the latency being explained, so a p99 request gets
-the interval's long waits, not its average. An aggregate, said so wherever shown.
+as its interval, its upper edge no later than the request's own latency (a phase lies
+inside it). The rank follows the latency being explained, so a p99 request gets the
+interval's long waits, not its average. An aggregate, said so wherever shown.
 """
 
 from __future__ import annotations
@@ -119,6 +120,11 @@ def _apportion(requests: pd.DataFrame, windows: list[BucketWindow], rank_by: str
         members = members[np.argsort(key[members], kind="stable")]
         fractions = (np.arange(members.size) + 0.5) / members.size
         placed, lower, upper = buckets_at(window, fractions)
+        # a phase lies inside the latency it explains: no request waited longer than
+        # its own TTFT (the client's clock starts before the server's)
+        upper = np.minimum(upper, key[members] / 1e3)
+        lower = np.minimum(lower, upper)
+        placed = np.clip(placed, lower, upper)
         low[members], high[members] = lower, upper
         estimate[members] = matched_to_mean(placed, lower, upper, window.mean_s)
     return PhaseShares(family, estimate * 1e3, low * 1e3, high * 1e3)

@@ -38,12 +38,12 @@ def budget_section(budget: TimeBudget | None) -> dict[str, Any] | None:
             "workload": workload.workload,
             "caption": f"TTFT around {band.band}: {fmt_ms(band.latency_ms)} ms (n={band.n})",
             "segments": _segments(band),
+            "parts": [{"text": _part_text(p), "fill": _style(p.name)[1]} for p in band.parts],
             "table": [_band_row(b) for b in workload.bands],
         })
     if not rows:
         return None
-    return {"workloads": rows, "notes": budget.notes,
-            "legend": [{"label": label, "fill": fill} for label, fill in PART_STYLE.values()]}
+    return {"workloads": rows, "notes": budget.notes}
 
 
 def _segments(band: BudgetBand) -> list[dict[str, Any]]:
@@ -53,11 +53,15 @@ def _segments(band: BudgetBand) -> list[dict[str, Any]]:
     out, x = [], 0.0
     for part in shown:
         width = 100.0 * part.mean_ms / total if total > 0 else 0.0
-        label, fill = PART_STYLE.get(part.name, (part.name, "#cccccc"))
+        label, fill = _style(part.name)
         out.append({"x": round(x, 3), "width": round(width, 3), "fill": fill,
                     "label": label, "text": _part_text(part)})
         x += width
     return out
+
+
+def _style(name: str) -> tuple[str, str]:
+    return PART_STYLE.get(name, (name, "#cccccc"))
 
 
 def _band_row(band: BudgetBand) -> dict[str, Any]:
