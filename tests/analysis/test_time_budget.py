@@ -165,3 +165,6 @@ def test_bucket_placement_reads_ranks_inside_their_bucket_and_keeps_the_exact_me
                             np.array([0.3, 0.3, 0.5]), mean=0.15)
     assert edged.mean() == pytest.approx(0.15)
     assert edged[2] == pytest.approx(0.3) and edged[0] < edged[1] < 0.3
+    # placed at their upper edges, they must still come down to the exact mean
+    down = matched_to_mean(np.array([0.2, 0.3]), np.zeros(2), np.array([0.2, 0.3]), 0.01)
+    assert down.mean() == pytest.approx(0.01)

@@ -154,8 +154,8 @@ def matched_to_mean(values: np.ndarray, low: np.ndarray, high: np.ndarray,
     """`values` scaled so that their mean is the window's exact mean, each kept inside
     its bucket: the buckets say where each observation lies, the sum how large they
     are together (vLLM's first bucket spans 0–300 ms, where linear placement alone
-    would read a 5 ms queue as 150 ms). A value that reaches an edge stays there and
-    the others take up the rest; a mean the edges cannot reach is met as nearly as
+    would read a 5 ms queue as 150 ms). A value that reaches the edge it moves towards
+    stays there and the others take up the rest; a mean the edges cannot reach is met as nearly as
     they allow."""
     out = values.astype(float)
     target = mean * out.size
@@ -163,7 +163,7 @@ def matched_to_mean(values: np.ndarray, low: np.ndarray, high: np.ndarray,
         return out
     for _ in range(MATCH_ROUNDS):
         gap = target - float(out.sum())
-        free = (out > low) & (out < high)
+        free = out > low if gap < 0 else out < high  # what can still move that way
         movable = float(out[free].sum())
         if abs(gap) <= 1e-9 * max(1.0, abs(target)) or movable <= 0:
             break
