@@ -222,6 +222,28 @@ def test_metrics_follow_the_engine(sim: SimProcess) -> None:
     assert [s.labels["le"] for s in buckets][:3] == ["0.001", "0.005", "0.01"]
 
 
+def test_a_finished_request_splits_into_queue_prefill_and_decode(sim: SimProcess) -> None:
+    """vLLM's phase histograms, observed at finish: one observation each, and the three
+    phases add up to the request's server-side E2E."""
+    names = [f"vllm:request_{p}_time_seconds" for p in ("queue", "prefill", "decode")]
+    key = (("model_name", "meta-llama/Meta-Llama-3-8B-Instruct"),)
+
+    def reading() -> dict[str, float]:
+        return {f"{n}_{part}": metric_values(sim, f"{n}_{part}")[key]
+                for n in [*names, "vllm:e2e_request_latency_seconds"]
+                for part in ("sum", "count")}
+
+    before = reading()
+    completion(sim, 200, 20)
+    after = reading()
+    added = {name: after[name] - before[name] for name in after}
+    assert all(added[f"{n}_count"] == 1 for n in names)
+    phases = sum(added[f"{n}_sum"] for n in names)
+    assert phases == pytest.approx(added["vllm:e2e_request_latency_seconds_sum"], abs=1e-5)
+    assert added["vllm:request_prefill_time_seconds_sum"] > 0
+    assert added["vllm:request_decode_time_seconds_sum"] > 0
+
+
 def test_ground_truth_file_is_flushed(sim: SimProcess, ground_truth_path: Path) -> None:
     r = completion(sim, 10, 2)
     rid = r.headers["x-request-id"]

@@ -28,9 +28,11 @@ from zerohop.core.metrics import window_labels
 
 # How latency series are named in readings: column → plain words (`p99 TTFT`).
 LATENCY_NAMES: dict[str, str] = window_labels()
-# Telemetry not worth testing: constants, bitmasks and link descriptors.
+# Telemetry not worth testing: constants, bitmasks and link descriptors, and the
+# server's own TTFT (the latency itself, not a cause of it).
 EXCLUDED_METRICS: frozenset[str] = frozenset(
-    {"gpu_mem_total_bytes", "gpu_throttle_reasons", "pcie_link_gen", "pcie_link_width"}
+    {"gpu_mem_total_bytes", "gpu_throttle_reasons", "pcie_link_gen", "pcie_link_width",
+     "server_ttft_p50_s", "server_ttft_p99_s"}
 )
 MIN_WINDOWS = 12
 
@@ -118,14 +120,28 @@ def find_drivers(
     ]
     pairs.sort(key=lambda r: (list(latency.columns).index(r.latency), -abs(r.rho)))
     drivers = sorted((r for r in pairs if r.driver), key=lambda r: (-abs(r.rho), r.q_value))
-    readings = [_reading(str(column), pairs) for column in latency.columns]
+    readings = [r for r in (_reading(str(column), pairs) for column in latency.columns) if r]
+    if not drivers:
+        readings.insert(0, _nothing_explains(len(names), len(latency), pairs, settings))
     return CorrelationReport(
         settings=settings,
         pairs=pairs,
         drivers=drivers,
-        readings=[r for r in readings if r],
+        readings=readings,
         skipped=skipped,
     )
+
+
+def _nothing_explains(series: int, windows: int, pairs: list[PairResult],
+                      settings: CorrelationSettings) -> str:
+    """The plain sentence for a run where no series is a driver, and why."""
+    if not pairs:
+        return (f"Nothing could be tested: {series} telemetry series over {windows} windows "
+                f"of {settings.window_s:g} s (each test needs {settings.min_windows} windows "
+                "where both series have data).")
+    return (f"Nothing in the telemetry explains the latency: none of {series} series moved "
+            f"with any latency percentile over {windows} windows of {settings.window_s:g} s "
+            f"(|ρ| ≥ {settings.min_abs_rho:g} at a false-discovery rate of {settings.fdr:g}).")
 
 
 def lag_scan(

@@ -19,6 +19,7 @@ from zerohop.analysis.alerts import (
     load_rules,
 )
 from zerohop.analysis.correlation import CorrelationReport, CorrelationSettings, find_drivers
+from zerohop.analysis.driver_lanes import driver_lanes
 from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samples, outcome_counts
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
 from zerohop.analysis.itl_pools import ItlPools
@@ -35,6 +36,7 @@ from zerohop.analysis.sessions import SessionAnalysis, summarise_sessions
 from zerohop.analysis.slo import SloResult
 from zerohop.analysis.structured_output import StructuredShare, structured_shares
 from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
+from zerohop.analysis.time_budget import TimeBudget, time_budget
 from zerohop.analysis.timeseries import (
     Lane,
     TelemetryGap,
@@ -106,6 +108,7 @@ class RunAnalysis:
     sessions: SessionAnalysis | None = None  # conversations, caches, reasoning, tools
     structured: list[StructuredShare] = field(default_factory=list)  # JSON-schema answers
     loads: list[WorkloadLoad] = field(default_factory=list)  # each workload's real load
+    budget: TimeBudget | None = None  # where each workload's TTFT and E2E go
 
     @property
     def total(self) -> WorkloadSummary:
@@ -135,7 +138,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
     window_lanes = lane_windows(lanes, timeline)
     correlation = find_drivers(
         window_latency,
-        window_lanes,
+        lane_windows(driver_lanes(lanes), timeline),
         CorrelationSettings(
             window_s=settings.window_s,
             max_lag_windows=settings.max_lag_windows,
@@ -173,6 +176,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         loads=workload_loads(requests, summary.window),
         sessions=summarise_sessions(requests, telemetry, timeline.coarsened(MAX_CHART_POINTS)),
         structured=structured_shares(requests),
+        budget=time_budget(requests, telemetry),
     )
 
 

@@ -16,6 +16,7 @@ from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart, joined
 from zerohop.report.environment import environment_rows, redact
 from zerohop.report.glossary import glossary_entries
+from zerohop.report.present_budget import budget_section
 from zerohop.report.present_headline import (
     headline_chart,
     headline_figures,
@@ -75,6 +76,7 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
             "figures": headline_figures(analysis),
             "chart": headline_chart(analysis, charts),
         },
+        "budget": budget_section(analysis.budget),
         "notes": analysis.notes,
         "slos": slo_rows(analysis),
         "slo_source": slo_source(analysis),

@@ -29,6 +29,14 @@ class EngineCounters:
     ttft: BucketHistogram = field(default_factory=lambda: BucketHistogram(TTFT_BUCKETS_S))
     itl: BucketHistogram = field(default_factory=lambda: BucketHistogram(ITL_BUCKETS_S))
     e2e: BucketHistogram = field(default_factory=lambda: BucketHistogram(REQUEST_LATENCY_BUCKETS_S))
+    # observed when a request finishes, as vLLM's v1 engine does: queue (arrival → first
+    # scheduled), prefill (first scheduled → token 1), decode (token 1 → last token)
     queue_time: BucketHistogram = field(
+        default_factory=lambda: BucketHistogram(REQUEST_LATENCY_BUCKETS_S)
+    )
+    prefill_time: BucketHistogram = field(
+        default_factory=lambda: BucketHistogram(REQUEST_LATENCY_BUCKETS_S)
+    )
+    decode_time: BucketHistogram = field(
         default_factory=lambda: BucketHistogram(REQUEST_LATENCY_BUCKETS_S)
     )

@@ -118,6 +118,16 @@ def _histograms(
             "Histogram of time spent in WAITING phase.",
             "queue_time",
         ),
+        (
+            "vllm:request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.",
+            "prefill_time",
+        ),
+        (
+            "vllm:request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.",
+            "decode_time",
+        ),
     ]
     for name, help_text, attr in specs:
         family(name, "histogram", help_text)

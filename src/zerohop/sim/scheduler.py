@@ -190,7 +190,6 @@ class Scheduler:
             if seq.first_scheduled_ns is None:
                 seq.first_scheduled_ns = now_ns
                 seq.num_cached = cached
-                self.stats.queue_time.observe((now_ns - seq.arrival_ns) / 1e9)
             self.running.append(seq)
             batch.append((seq, seq.num_computed, new))
             budget -= new
@@ -305,8 +304,19 @@ class Scheduler:
         for seq in finished_seqs:
             stats.success_total[seq.finish_reason or "length"] += 1
             stats.e2e.observe((end_ns - seq.arrival_ns) / 1e9)
+            _observe_phases(stats, seq, end_ns)
             if seq.blocks or seq in self.running:
                 self._remove(seq)
+
+
+def _observe_phases(stats: EngineCounters, seq: Sequence, end_ns: int) -> None:
+    """A finished request's queue, prefill and decode times (vLLM's definitions)."""
+    scheduled, first = seq.first_scheduled_ns, seq.first_token_ns
+    if scheduled is None or first is None:
+        return
+    stats.queue_time.observe((scheduled - seq.arrival_ns) / 1e9)
+    stats.prefill_time.observe((first - scheduled) / 1e9)
+    stats.decode_time.observe((end_ns - first) / 1e9)
 
 
 def _lora_load_ms(served: ServedModelConfig, model: ModelProfile, gpu: GpuProfile) -> float:
