@@ -109,6 +109,9 @@ class RequestRecord:
     # counts were unusable), token_ids (exact)
     prompt_token_source: str | None = None
     target_input_tokens: int | None = None
+    # target_input_tokens was below the smallest prompt the request's framing allows on
+    # the target (a chat template and one word): the smallest was sent instead
+    prompt_clamped: bool | None = None
     max_tokens: int | None = None
     # errors
     http_status: int | None = None

@@ -19,6 +19,7 @@ fewer words (exact sizing against `/tokenize`, a new vocabulary) moves no reques
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,8 @@ __all__ = [
     "request_planner",
     "zipf_probabilities",
 ]
+
+log = logging.getLogger("zerohop")
 
 _ARRIVAL_STREAM = 1
 _CONTENT_STREAM = 2
@@ -89,6 +92,9 @@ class PlannedRequest:
     sequence: int  # this worker's running count of planned requests, from 0
     worker_index: int
     prefix_group: int | None = None
+    # the size asked was below the smallest prompt the request's framing allows on this
+    # target: the smallest was sent (None: not sized here, e.g. token ids or a history)
+    prompt_clamped: bool | None = None
     chat: tuple[tuple[str, str], ...] | None = None
     session_id: str | None = None  # a conversation's session and turn (1, 2, ...)
     turn: int | None = None
@@ -174,6 +180,7 @@ class Planner(WorkerLoadShare):
             [setup.seed, name_key, _TEXT_STREAM, setup.worker_index])
         self._sequence = 0
         self._closed_position = 0
+        self._said_clamped = False
 
     # --- closed loop -------------------------------------------------------------------
     def next_request(self) -> PlannedRequest:
@@ -216,6 +223,7 @@ class Planner(WorkerLoadShare):
         prompt_text: str | None = None
         ids: list[int] | None = None
         target = draft.input_tokens
+        clamped: bool | None = None
         if spec.prompt_format == "token_ids":
             ids = token_ids(target, self._text_rng, spec.token_id_vocab_size)
         elif draft.hash_ids and draft.block_tokens > 0:
@@ -224,6 +232,7 @@ class Planner(WorkerLoadShare):
             prompt_text = self._builder.build_from_blocks(draft.hash_ids, block_units, units)
         else:
             prompt_text = self._builder.build_for_tokens(target, self._text_rng, self.calibration)
+            clamped = self._clamped(target)
         request = PlannedRequest(
             workload=spec.name,
             kind=spec.kind,
@@ -241,9 +250,25 @@ class Planner(WorkerLoadShare):
             sequence=self._sequence,
             worker_index=self.worker_index,
             prefix_group=draft.prefix_group,
+            prompt_clamped=clamped,
         )
         self._sequence += 1
         return request
+
+    def _clamped(self, target: int) -> bool:
+        """Whether `target` is below the smallest prompt this target allows; said once
+        per worker and workload, on the first such request."""
+        smallest = self.calibration.smallest_prompt_tokens()
+        if target >= smallest:
+            return False
+        if not self._said_clamped:
+            self._said_clamped = True
+            log.warning(
+                "zerohop: warning: workload '%s' asks prompts of %d tokens, fewer than the "
+                "%d the smallest request costs on this target (its framing and one word): "
+                "such requests are sent at %d tokens and their records say "
+                "prompt_clamped=true", self.spec.name, target, smallest, smallest)
+        return True
 
 
 # ---------------------------------------------------------------------------------------

@@ -175,6 +175,14 @@ class TokenCalibration:
         whole = math.floor(exact)
         return max(1, whole + int(rng.random() < exact - whole))
 
+    def smallest_prompt_tokens(self) -> int:
+        """The fewest tokens a text prompt can count on this target: one word and the
+        request's framing (a chat template, a BOS). A smaller size cannot be built; the
+        planner sends this one instead and marks the record `prompt_clamped`."""
+        if self.words is not None:
+            return self.words.smallest
+        return max(1, math.ceil(self.a + self.b))
+
     def block_units(self, block_tokens: int) -> int:
         """Units that make `block_tokens` tokens inside a prompt (no template overhead)."""
         return max(1, round(block_tokens / self.a))
