@@ -25,7 +25,7 @@ from pathlib import Path
 
 MODEL = "paced"
 ROLE_GAP_S = 0.003  # role-only chunk -> first content: what a role-only timer gets wrong
-TOKEN_GAP_S = 0.005  # between content chunks: a read later than this merges two
+TOKEN_GAP_S = 0.020  # between content chunks, as a decode step: a read later merges two
 PROMPT_OVERHEAD_TOKENS = 4
 
 

@@ -3,12 +3,15 @@
 docs/ttft-vs-vllm-bench.md claims zerohop's TTFT is within 0.05-0.06 ms (median) and
 0.14-0.15 ms (p99 of |zerohop − wire|) of a loopback packet capture. Here a paced chat
 server written for this test (tests/loadgen/paced_sse_server.py: a role-only chunk, 3 ms,
-then a content chunk every 1 ms) is driven by `zerohop run` while the loopback traffic
-is captured with kernel timestamps; zerohop's median and p99 must hold within 3× of the
-claim plus the floor a plain kernel-stamped client reached in the same run on the same
-core (tests/wire_ttft.py). The same judgement must catch two clients that are wrong: one
-that times the role-only chunk (3 ms early), and one whose loop is held by a blocking
-sleep after every read (later tokens merge into the first one's read, 1-5 ms late).
+then a content chunk every 20 ms, as decode steps) is driven by `zerohop run` while the
+loopback traffic is captured with kernel timestamps; zerohop's median and p99 must hold
+within 3× of the claim plus the floor a plain kernel-stamped client reached in the same
+run on the same core (tests/wire_ttft.py). The same judgement must catch two clients
+that are wrong: one that times the role-only chunk (3 ms early), and one whose loop is
+held by a blocking sleep after every read (later tokens merge into the first one's
+read, tens of ms late). The server and every client run at nice −10 (root): on a
+machine shared with other work the docs' figures are for a client that has its core
+(the floor still carries the rest of the machine's load).
 tests/vllm/test_ttft_vs_wire_vllm.py runs the same check on the vLLM tier's server.
 """
 
@@ -24,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.loadgen.paced_sse_server import MODEL
-from tests.wire_ttft import ProbeClient, measure_against_wire
+from tests.wire_ttft import CLIENT_NICE, ProbeClient, measure_against_wire
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +42,7 @@ max_tokens: 6
 ignore_eos: true
 load: {{kind: open, rate_rps: {RATE_RPS}, arrival: poisson}}
 """
-HOLD_MS = 10.0  # past the role gap and several token gaps: the first tokens merge
+HOLD_MS = 60.0  # past the role gap and two token gaps (or one, with the server slowed 2x)
 PROBES = [
     ProbeClient("floor", requests=DURATION_S * RATE_RPS, interval_s=1 / RATE_RPS),
     ProbeClient("role", requests=DURATION_S * 4, interval_s=0.25),
@@ -59,7 +62,11 @@ def cores() -> tuple[int | None, int | None]:
 def paced_server(tmp_path: Path) -> Iterator[int]:
     server_cpu, _ = cores()
     port_file = tmp_path / "port"
-    preexec = None if server_cpu is None else (lambda: os.sched_setaffinity(0, {server_cpu}))
+    def preexec() -> None:  # the clients' priority, so its pacing holds too
+        os.nice(CLIENT_NICE)
+        if server_cpu is not None:
+            os.sched_setaffinity(0, {server_cpu})
+
     process = subprocess.Popen([sys.executable, str(SERVER), str(port_file)],
                                preexec_fn=preexec)
     try:
