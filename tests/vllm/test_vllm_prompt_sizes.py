@@ -9,14 +9,18 @@ into other pieces: a sizing rule that fits one tokenizer by luck fails there."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from zerohop.loadgen.prompt_sizing import probe_tokenize
+from zerohop.loadgen.tokenize_words import request_body
 from zerohop.testing.vllm_cpu import (
     SERVED_MODEL_NAME,
     VllmServer,
@@ -56,9 +60,22 @@ SECOND_VOCABULARY = 320  # the tier's own model has 512 tokens
 CLAMP_WARNING = "such requests are sent at"
 
 
+def tokenize_answer(url: str, api: str) -> str:
+    """What the server answers one /tokenize request, for a failure's message."""
+    body = json.dumps(request_body(api, SERVED_MODEL_NAME, "one two three")).encode()
+    request = urllib.request.Request(url + "/tokenize", data=body,
+                                     headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return f"/tokenize answered {response.status}: {response.read()[:300]!r}"
+    except (urllib.error.URLError, OSError) as exc:
+        return f"/tokenize failed: {exc!r}"
+
+
 def run_and_check(server: VllmServer, api: str, out: Path) -> None:
     sizing = probe_tokenize(server.url, api, SERVED_MODEL_NAME, api_key=None)
-    assert sizing is not None and sizing.calibration.words is not None, sizing
+    assert sizing is not None and sizing.calibration.words is not None, \
+        tokenize_answer(server.url, api)
     smallest = sizing.calibration.smallest_prompt_tokens()
     print(f"{api}: the smallest request counts {smallest} tokens")
     workloads = out / "workloads.yaml"
