@@ -1,9 +1,11 @@
 """README: prompts are sized by the target's own `/tokenize`, word by word, so each
 prompt is the asked size exactly on vLLM. Checked here on the tier's vLLM CPU server,
 chat and completions, for every ok request: sized by `tokenize`, and `input_tokens`
-(vLLM's `usage.prompt_tokens`) equal to `target_input_tokens`; a size below the
-smallest request (the chat template or BOS and one word) comes out as that smallest
-request, marked `prompt_clamped` and said once on the console. Then again on a second
+(vLLM's `usage.prompt_tokens`) equal to `target_input_tokens`, except a size the
+tokenizer cannot make: below the smallest request (the chat template or BOS and one
+word) it comes out as that smallest request, between two sizes it can make (one token
+past the smallest completion, on the tier's tokenizer) as the nearest short of it;
+either way marked `prompt_clamped` and said once on the console. Then again on a second
 vLLM whose tokenizer is trained here with another vocabulary size, so the words split
 into other pieces: a sizing rule that fits one tokenizer by luck fails there."""
 
@@ -57,7 +59,7 @@ workloads:
 """
 APIS = ("openai-chat", "openai-completions")
 SECOND_VOCABULARY = 320  # the tier's own model has 512 tokens
-CLAMP_WARNING = "such requests are sent at"
+CLAMP_WARNING = "records say prompt_clamped=true"
 
 
 def tokenize_answer(url: str, api: str) -> str:
@@ -104,10 +106,13 @@ def run_and_check(server: VllmServer, api: str, out: Path) -> None:
     assert misses.empty, misses[["workload", "target_input_tokens", "input_tokens"]]
     # below the smallest: sent as the smallest, and marked; at or above it: exact (vLLM's
     # smallest is several tokens on both APIs: a BOS, and the chat template's)
-    assert smallest == 1 or len(clamped) > 0
-    assert (clamped.input_tokens == smallest).all(), clamped.input_tokens.value_counts()
-    assert (clamped.target_input_tokens < smallest).all()
+    below = clamped[clamped.target_input_tokens < smallest]
+    assert smallest == 1 or len(below) > 0
+    assert (below.input_tokens == smallest).all(), below.input_tokens.value_counts()
     assert (exact.target_input_tokens >= smallest).all()
+    # a size between two this tokenizer can make: the nearest short of it, and marked
+    between = clamped.drop(below.index)
+    assert (between.input_tokens < between.target_input_tokens).all(), between
     console = done.stdout + done.stderr
     assert (CLAMP_WARNING in console) == (len(clamped) > 0), console[-3000:]
 

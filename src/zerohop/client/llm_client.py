@@ -57,7 +57,7 @@ class RequestSpec:
     logical_request_id: str | None = None
     attempt: int = 1
     prompt_token_source: str | None = None  # which method sized the prompt
-    prompt_clamped: bool | None = None  # asked below the smallest prompt: that was sent
+    prompt_clamped: bool | None = None  # a size the tokenizer cannot make: the nearest sent
     session_id: str | None = None  # a conversation's session and turn, for the record
     turn: int | None = None
     # a list: each attempt's answer text (thinking left out) replaces what it holds,

@@ -92,8 +92,8 @@ class PlannedRequest:
     sequence: int  # this worker's running count of planned requests, from 0
     worker_index: int
     prefix_group: int | None = None
-    # the size asked was below the smallest prompt the request's framing allows on this
-    # target: the smallest was sent (None: not sized here, e.g. token ids or a history)
+    # the size asked is one the target's tokenizer cannot make (below the smallest
+    # request, or between two it can): the nearest was sent (None: not sized here)
     prompt_clamped: bool | None = None
     chat: tuple[tuple[str, str], ...] | None = None
     session_id: str | None = None  # a conversation's session and turn (1, 2, ...)
@@ -231,8 +231,9 @@ class Planner(WorkerLoadShare):
             block_units = self.calibration.block_units(draft.block_tokens)
             prompt_text = self._builder.build_from_blocks(draft.hash_ids, block_units, units)
         else:
-            prompt_text = self._builder.build_for_tokens(target, self._text_rng, self.calibration)
-            clamped = self._clamped(target)
+            prompt_text, built = self._builder.build_counted(target, self._text_rng,
+                                                             self.calibration)
+            clamped = self._clamped(target, built)
         request = PlannedRequest(
             workload=spec.name,
             kind=spec.kind,
@@ -255,19 +256,21 @@ class Planner(WorkerLoadShare):
         self._sequence += 1
         return request
 
-    def _clamped(self, target: int) -> bool:
-        """Whether `target` is below the smallest prompt this target allows; said once
-        per worker and workload, on the first such request."""
+    def _clamped(self, target: int, built: int | None) -> bool:
+        """Whether the prompt could not be `target` tokens: below the smallest request
+        this target allows, or (by the word table's count `built`) a size its tokenizer
+        cannot make. Said once per worker and workload, on the first such request."""
         smallest = self.calibration.smallest_prompt_tokens()
-        if target >= smallest:
+        if target >= smallest and (built is None or built == target):
             return False
         if not self._said_clamped:
             self._said_clamped = True
+            sent = smallest if target < smallest else built
             log.warning(
-                "zerohop: warning: workload '%s' asks prompts of %d tokens, fewer than the "
-                "%d the smallest request costs on this target (its framing and one word): "
-                "such requests are sent at %d tokens and their records say "
-                "prompt_clamped=true", self.spec.name, target, smallest, smallest)
+                "zerohop: warning: workload '%s' asks a prompt of %d tokens, which this "
+                "target's tokenizer cannot make (its smallest request, framing and one word, "
+                "is %d tokens): it is sent at %s tokens, the nearest it can, and such "
+                "records say prompt_clamped=true", self.spec.name, target, smallest, sent)
         return True
 
 

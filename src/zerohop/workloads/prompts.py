@@ -82,10 +82,19 @@ class PromptBuilder:
     ) -> str:
         """Text whose server-side prompt size should be `target_tokens`: exactly, when
         the calibration knows every word's count for this vocabulary."""
+        return self.build_counted(target_tokens, rng, calibration)[0]
+
+    def build_counted(
+        self, target_tokens: int, rng: np.random.Generator, calibration: TokenCalibration
+    ) -> tuple[str, int | None]:
+        """`build_for_tokens`, and the prompt's count where the word table gives it
+        (None: sized by the line). A count other than the target is a size this
+        tokenizer cannot make: below the smallest request, or between two it can."""
         words = calibration.words
         if words is not None and words.vocabulary_seed == self.vocabulary_seed:
-            return self.text_of(*words.choose(target_tokens, rng))
-        return self.build_text(calibration.units_for_tokens(target_tokens, rng), rng)
+            chosen = words.choose(target_tokens, rng)
+            return self.text_of(*chosen), words.count(*chosen)
+        return self.build_text(calibration.units_for_tokens(target_tokens, rng), rng), None
 
     def text_of(self, indices: Sequence[int] | np.ndarray, stop_last: bool = False) -> str:
         """The words at these vocabulary indices, a full stop after every twelfth (and
