@@ -56,11 +56,14 @@ def main() -> None:
     results: list[dict[str, object]] = []
 
     def one(i: int) -> None:
+        started = time.perf_counter()
         ex, sock = stream_request(f"http://127.0.0.1:{port}", req,
                                   Timeouts(ttft_s=5, stall_s=0.3, total_s=5), reactor=reactor)
         gaps = [(b[0] - a[0]) / 1e6 for a, b in zip(ex.reads, ex.reads[1:], strict=False)]
         results.append({"end": ex.end, "payload": b"".join(p for _, p in ex.reads).decode(),
-                        "gaps_ms": gaps, "reusable": sock is not None})
+                        "gaps_ms": gaps, "reusable": sock is not None,
+                        "events_per_read": [p.count(b"data: ") for _, p in ex.reads],
+                        "duration_s": time.perf_counter() - started})
         if sock is not None:
             sock.close()
 

@@ -89,7 +89,9 @@ def test_the_kernel_timer_alone_is_never_early_and_beats_the_loop_timer() -> Non
         timer.close()
     assert min(by_kernel) >= 0.0, by_kernel
     assert min(by_loop) >= 0.0, by_loop  # the fallback re-sleeps until the deadline
-    assert statistics.median(by_kernel) < statistics.median(by_loop), (by_kernel, by_loop)
+    # pair by pair (each pair at one moment of the machine's load), the kernel's wins
+    paired = [k - loop for k, loop in zip(by_kernel, by_loop, strict=True)]
+    assert statistics.median(paired) < 0, (by_kernel, by_loop)
 
 
 @linux_only
@@ -127,6 +129,14 @@ def test_the_deadline_is_met_while_the_loop_serves_other_work() -> None:
     # ends each wait on time, and the other task runs during every wait.
     timer = StepTimer(spin_ns=300_000)
 
+    def plain_sleep_late_us(delay_ms: float) -> float:
+        """The floor: how late the kernel wakes a plain blocking sleep, at this moment."""
+        target = time.perf_counter_ns() + int(delay_ms * 1e6)
+        time.sleep(max(0.0, (target - time.perf_counter_ns()) / 1e9))
+        return (time.perf_counter_ns() - target) / 1e3
+
+    floor: list[float] = []
+
     async def scenario() -> tuple[list[float], list[int]]:
         ticks = 0
         done = False
@@ -144,6 +154,7 @@ def test_the_deadline_is_met_while_the_loop_serves_other_work() -> None:
             before = ticks
             late.append(await lateness_us(timer, delay))
             ticked.append(ticks - before)
+            floor.append(plain_sleep_late_us(delay))
         done = True
         await worker
         assert timer.kernel_timer_fd is not None
@@ -158,8 +169,9 @@ def test_the_deadline_is_met_while_the_loop_serves_other_work() -> None:
     # one preempted on a loaded machine past its wake-up time spins instead)
     long_waits = [n for n, d in zip(ticked, DELAYS_MS, strict=True) if d >= 1.0]
     assert sum(n > 0 for n in long_waits) >= 0.8 * len(long_waits), ticked
-    # on time: the wake-up came before the spin window ended (generous: shared CI)
-    assert statistics.median(late) < 1_000.0, late
+    # on time: no later than the kernel wakes a plain sleep, measured between the waits
+    # (the timer wakes a spin window early and spins to the deadline)
+    assert statistics.median(late) <= statistics.median(floor), (late, floor)
 
 
 def test_the_loop_timer_fallback_opens_no_timerfd_and_ends() -> None:

@@ -5,11 +5,22 @@ and recorded-shape exposition texts of vLLM, SGLang, TGI and a DCGM exporter."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pynvml
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+    """Until `condition()` holds, polled every 10 ms: a test waits on the event itself,
+    not on a sleep it hopes is long enough. Fails naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s} s")
+        time.sleep(0.01)
 
 
 class FakeNvml:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pynvml
 import pytest
 from click.testing import CliRunner
 
-from tests.telemetry.fakes import FakeNvml
+from tests.telemetry.fakes import FakeNvml, wait_for
 from zerohop.cli import cli
 from zerohop.core.records import ClockAnchor
 from zerohop.telemetry import exporter as exporter_module
@@ -33,7 +31,10 @@ def test_served_metrics_read_back_as_the_canonical_ones() -> None:
     exporter = NvmlExporter(api, host="127.0.0.1", port=0, interval_s=0.05)
     exporter.start()
     try:
-        time.sleep(0.4)
+        wanted = {("gpu_temp_c", "1"), ("gpu_sm_util_pct", "0"), ("gpu_mem_used_bytes", "1"),
+                  ("gpu_power_w", "0"), ("gpu_sm_active_pct", "0"),
+                  ("pcie_rx_bytes_per_s", "0"), ("gpu_throttle_reasons", "0")}
+        wait_for(lambda: wanted <= scrape(exporter.port).keys(), "every metric sampled")
         values = scrape(exporter.port)
         assert values[("gpu_temp_c", "1")] == 41.0
         assert values[("gpu_sm_util_pct", "0")] == 50.0
@@ -52,7 +53,7 @@ def test_served_metrics_read_back_as_the_canonical_ones() -> None:
         assert "zerohop_exporter_up 1.0" in text
 
         api.lost.add(1)  # a GPU falls off the bus: its values age out, the rest stay
-        time.sleep(1.6)
+        wait_for(lambda: ("gpu_temp_c", "1") not in scrape(exporter.port), "GPU 1 aged out")
         values = scrape(exporter.port)
         assert ("gpu_temp_c", "1") not in values
         assert values[("gpu_temp_c", "0")] == 40.0

@@ -16,7 +16,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from tests.telemetry.fakes import FakeNvml, MetricsServer, vllm_text
+from tests.telemetry.fakes import FakeNvml, MetricsServer, vllm_text, wait_for
 from zerohop.core.layout import TELEMETRY_DIR
 from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.recorder import TelemetryRecorder
@@ -41,13 +41,18 @@ def test_thread_mode_all_sources_one_clock_and_a_killed_server(tmp_path: Path) -
     anchor = ClockAnchor.now()
     sources = parse_telemetry_spec(
         f"nvml:interval=0.05,prom={server.url}:interval=0.05:timeout=0.5,loadgen:interval=0.1")
+    nvml_api = FakeNvml(gpus=2)
     recorder = TelemetryRecorder(sources, tmp_path, anchor=anchor, mode="thread",
-                                 nvml_api=FakeNvml(gpus=2))
+                                 nvml_api=nvml_api)
     wall_start = time.time()
     recorder.start()
-    time.sleep(0.6)
+    wait_for(lambda: server.requests >= 6 and nvml_api.calls.get("pcie_throughput", 0) >= 8,
+             "six scrapes and two PCIe rounds")
     server.stop()  # the engine dies mid-run
-    time.sleep(0.5)
+    temperatures = nvml_api.calls["temperature_c"]
+    # the other sources go on meanwhile: eight more NVML rounds (0.4 s) over both GPUs
+    wait_for(lambda: nvml_api.calls["temperature_c"] >= temperatures + 16,
+             "NVML samples after the engine died")
     stop_called = time.time()
     out = recorder.stop()
     wall_end = time.time()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.telemetry.fakes import wait_for
 from zerohop.core.layout import TELEMETRY_DIR
 from zerohop.core.records import ClockAnchor
 from zerohop.telemetry.loop import run_sampler_loop
@@ -120,7 +121,7 @@ def test_loop_survives_a_failing_sampler_and_closes_cleanly(tmp_path: Path) -> N
     clock = TelemetryClock(ClockAnchor.now())
     thread = RealThread(lambda: run_sampler_loop(sampler, sink, clock, stop), "t")
     thread.start()
-    time.sleep(0.2)
+    wait_for(lambda: sampler.ticks >= 4, "four ticks, failures among them")
     stop.set()
     assert thread.join(5.0)
     rows, _ = read_sample_rows(tmp_path)
@@ -154,10 +155,12 @@ def test_a_slow_sampler_still_reaches_the_disk_within_a_second(tmp_path: Path) -
     sink = SampleSink(tmp_path, "slow")
     thread = RealThread(
         lambda: run_sampler_loop(_Slow(), sink, TelemetryClock(ClockAnchor.now()), stop), "t")
+    started = time.monotonic()
     thread.start()
     try:
-        time.sleep(1.4)
-        assert len(sink.path.read_text().splitlines()) == 1  # long before the next tick
+        wait_for(lambda: sink.path.exists() and sink.path.read_text().count("\n") == 1,
+                 "the first tick on disk", timeout_s=_Slow.interval_s)
+        assert time.monotonic() - started < _Slow.interval_s  # long before the next tick
     finally:
         stop.set()
         assert thread.join(5.0)

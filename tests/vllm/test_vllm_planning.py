@@ -1,9 +1,9 @@
 """Sweep, capacity and calibration against a real vLLM CPU server (the `vllm` tier).
 
 Calibration: fitted on a vLLM-CPU sweep up to its knee, the model must predict held-out
-loads below the knee as well as it fits the others (or as the sweep's neighbouring points
-predict them), and learn the curve (its error well
-under the uncalibrated start's). That needs a server whose curve repeats,
+loads below the knee within 20 % (or as well as the sweep's neighbouring points predict
+them: a floor from the measurements, never from the fit), and learn the curve (its
+error well under the uncalibrated start's). That needs a server whose curve repeats,
 which vLLM's default CPU binding on a 2-core machine does not give (figures: docs/
 nightly-and-capacity.md, "Measure a curve that repeats"); the `vllm_server` fixture
 confines vLLM to the last CPU and runs the load generator on the others.
@@ -101,8 +101,9 @@ def test_calibration_predicts_held_out_vllm_points(
     # How closely the engine model can follow this CPU's vLLM curve is a figure of the
     # machine (within 20 % on one machine of this kind, 60 % at the lightest fitted load
     # on another): it is printed, not held. What holds everywhere: the fit predicts loads
-    # it did not see about as well as those it fitted, or about as well as the sweep's own
-    # neighbouring points do (a medians' wobble that no smooth curve follows: on a busy
+    # it did not see within 20 %, or about as well as the sweep's own neighbouring points
+    # do, a floor measured in the same sweep and not by the fit under test (a medians'
+    # wobble that no smooth curve follows: on a busy
     # machine TPOT at 3 req/s sat 29 % off a line through 2 and 4 req/s), and it learns the
     # curve: it halves the uncalibrated error, or (when the start already lands close, as a
     # sweep measured on a busy machine can make it: 36 % once, 97 % and 283 % on quiet
@@ -111,7 +112,7 @@ def test_calibration_predicts_held_out_vllm_points(
     print(f"neighbours' own wobble at the held-out loads: {wobble:.1f} %")
     measured = f"knee {knee:g}, held out {errors}, fitted worst {fitted_worst:.1f} %, " \
         f"wobble {wobble:.1f} %, mean {fitted_mean:.1f} % vs start {start_mean:.1f} %"
-    assert held_worst <= max(20.0, 1.25 * fitted_worst, wobble + 10.0), measured
+    assert held_worst <= max(20.0, wobble + 10.0), measured
     assert fitted_mean <= min(start_mean, max(0.5 * start_mean, 30.0)), measured
 
 

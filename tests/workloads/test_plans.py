@@ -15,6 +15,7 @@ from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.plans import PlannedRequest, make_planner, zipf_probabilities
 from zerohop.workloads.prompts import PromptBuilder, TokenCalibration
 from zerohop.workloads.traces import TraceRequest, read_trace
+from zerohop.workloads.word_counts import WordCounts
 from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit
@@ -105,6 +106,42 @@ def test_a_server_calibration_is_used() -> None:
                            worker_count=1, calibration=calibration)
     request: Any = planner.next_request()
     assert len(request.prompt.split()) == 100  # (210 - 10) / 2 words
+
+
+def test_a_size_below_the_smallest_prompt_is_clamped_flagged_and_said_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    calibration = TokenCalibration(a=2.0, b=10.0)  # one word and the framing: 12 tokens
+    assert calibration.smallest_prompt_tokens() == 12
+    spec = _spec({**FLOOD, "input_tokens": {"type": "uniform", "min": 1, "max": 30}})
+    planner = make_planner(spec, seed=0, worker_index=0, worker_count=1,
+                           calibration=calibration)
+    with caplog.at_level("WARNING", logger="zerohop"):
+        requests: list[Any] = [planner.next_request() for _ in range(200)]
+    below = [r for r in requests if r.target_input_tokens < 12]
+    assert below and all(r.prompt_clamped and len(r.prompt.split()) == 1 for r in below)
+    assert not any(r.prompt_clamped for r in requests if r.target_input_tokens >= 12)
+    said = [m for m in caplog.messages if "prompt_clamped=true" in m]
+    assert len(said) == 1 and "'flood'" in said[0] and "12" in said[0], caplog.messages
+
+
+def test_a_size_the_word_table_cannot_make_is_the_nearest_below_and_flagged() -> None:
+    # every word after the first counts 2 tokens, the smallest request 5: 6 cannot be made
+    words = WordCounts(spaced=np.full(4096, 2), spaced_stop=np.full(4096, 3),
+                       opening={0: 5, 1: 5}, stop_every=12)
+    calibration = TokenCalibration(a=2.0, b=3.0, words=words)
+    for asked, clamped, sent_words in ((6, True, 1), (7, False, 2), (9, False, 3)):
+        spec = _spec({**FLOOD, "input_tokens": asked})
+        request: Any = make_planner(spec, seed=0, worker_index=0, worker_count=1,
+                                    calibration=calibration).next_request()
+        assert request.prompt_clamped is clamped, asked
+        assert len(request.prompt.split()) == sent_words, asked
+
+
+def test_token_id_prompts_are_never_clamped() -> None:
+    spec = _spec({**FLOOD, "input_tokens": 1, "api": "openai-completions",
+                  "prompt_format": "token_ids"})
+    request = make_planner(spec, seed=0, worker_index=0, worker_count=1).next_request()
+    assert request.prompt_clamped is None and request.token_ids is not None
 
 
 def test_lora_adapters_follow_zipf_popularity() -> None:

@@ -42,6 +42,7 @@ FLOAT_COLUMNS: tuple[str, ...] = (
     # token counts, the client's beside the server's: analysis/token_counts.py
     "counted_output_tokens",
     "target_input_tokens",
+    "prompt_clamped",  # 1.0: a size the tokenizer cannot make, the nearest sent
     # conversations, agent loops, the prefix cache, reasoning
     "turn",
     "agent_step",

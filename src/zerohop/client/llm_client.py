@@ -62,6 +62,7 @@ class RequestSpec:
     logical_request_id: str | None = None
     attempt: int = 1
     prompt_token_source: str | None = None  # which method sized the prompt
+    prompt_clamped: bool | None = None  # a size the tokenizer cannot make: the nearest sent
     session_id: str | None = None  # a conversation's session and turn, for the record
     turn: int | None = None
     # a list: each attempt's answer text (thinking left out) replaces what it holds,
@@ -140,6 +141,7 @@ class LLMClient:
             worker=process_tag(),
             target_input_tokens=spec.target_input_tokens,
             prompt_token_source=spec.prompt_token_source,
+            prompt_clamped=spec.prompt_clamped,
             max_tokens=spec.generation.max_tokens,
             logical_request_id=spec.logical_request_id or rid,
             attempt=spec.attempt,
@@ -226,7 +228,7 @@ def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: Clock
         target_input_tokens=spec.target_input_tokens, max_tokens=spec.generation.max_tokens,
         logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
         prompt_token_source=spec.prompt_token_source, session_id=spec.session_id, turn=spec.turn,
-        agent_step=spec.agent_step, arm=spec.arm,
+        agent_step=spec.agent_step, arm=spec.arm, prompt_clamped=spec.prompt_clamped,
     )
     if sent_perf_ns is not None:
         record.sent_ts = anchor.wall_s(sent_perf_ns)

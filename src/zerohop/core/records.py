@@ -117,6 +117,9 @@ class RequestRecord:
     # counts were unusable), token_ids (exact)
     prompt_token_source: str | None = None
     target_input_tokens: int | None = None
+    # target_input_tokens was a size the target's tokenizer cannot make (below the
+    # smallest request, framing and one word, or between two it can): the nearest was sent
+    prompt_clamped: bool | None = None
     max_tokens: int | None = None
     # errors
     http_status: int | None = None

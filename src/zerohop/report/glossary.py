@@ -26,6 +26,10 @@ REQUEST_GLOSSARY |= {
     "tokenizer (a local tokenizer.json given with --tokenizer: the text without a chat "
     "template), usage (a line calibrated on its usage.prompt_tokens), estimate (its usage "
     "was unusable: the embedded target's rule), token_ids (exact by construction).",
+    "prompt_clamped": "True when the size asked (target_input_tokens) is one the target's "
+    "tokenizer cannot make: below the smallest request (its chat template or BOS and one "
+    "word), or between two sizes it can make. The nearest was sent, and the run's console "
+    "said so once.",
     "percentiles": "p50, p90, p95, p99, p99.9 plus mean/min/max, computed from the exact "
     "records with linear interpolation — never Locust's rounded buckets. Only requests with "
     "outcome ok contribute latency figures; errors are counted separately.",

@@ -193,6 +193,7 @@ _INT = {
     "http_status", "attempt", "logical_attempts",
     "turn", "agent_step", "tool_calls", "cached_tokens", "reasoning_tokens",
 }
+_BOOL = {"prompt_clamped"}
 
 
 def requests_schema() -> pa.Schema:
@@ -202,6 +203,8 @@ def requests_schema() -> pa.Schema:
             typ = pa.float64()
         elif name in _INT:
             typ = pa.int64()
+        elif name in _BOOL:
+            typ = pa.bool_()
         elif name == "itl_ms":
             typ = pa.list_(pa.float64())
         elif name == "tokens_per_event":

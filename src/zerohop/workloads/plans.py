@@ -19,6 +19,7 @@ fewer words (exact sizing against `/tokenize`, a new vocabulary) moves no reques
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,8 @@ __all__ = [
     "request_planner",
     "zipf_probabilities",
 ]
+
+log = logging.getLogger("zerohop")
 
 _ARRIVAL_STREAM = 1
 _CONTENT_STREAM = 2
@@ -89,6 +92,9 @@ class PlannedRequest:
     sequence: int  # this worker's running count of planned requests, from 0
     worker_index: int
     prefix_group: int | None = None
+    # the size asked is one the target's tokenizer cannot make (below the smallest
+    # request, or between two it can): the nearest was sent (None: not sized here)
+    prompt_clamped: bool | None = None
     chat: tuple[tuple[str, str], ...] | None = None
     session_id: str | None = None  # a conversation's session and turn (1, 2, ...)
     turn: int | None = None
@@ -174,6 +180,7 @@ class Planner(WorkerLoadShare):
             [setup.seed, name_key, _TEXT_STREAM, setup.worker_index])
         self._sequence = 0
         self._closed_position = 0
+        self._said_clamped = False
 
     # --- closed loop -------------------------------------------------------------------
     def next_request(self) -> PlannedRequest:
@@ -216,6 +223,7 @@ class Planner(WorkerLoadShare):
         prompt_text: str | None = None
         ids: list[int] | None = None
         target = draft.input_tokens
+        clamped: bool | None = None
         if spec.prompt_format == "token_ids":
             ids = token_ids(target, self._text_rng, spec.token_id_vocab_size)
         elif draft.hash_ids and draft.block_tokens > 0:
@@ -223,7 +231,9 @@ class Planner(WorkerLoadShare):
             block_units = self.calibration.block_units(draft.block_tokens)
             prompt_text = self._builder.build_from_blocks(draft.hash_ids, block_units, units)
         else:
-            prompt_text = self._builder.build_for_tokens(target, self._text_rng, self.calibration)
+            prompt_text, built = self._builder.build_counted(target, self._text_rng,
+                                                             self.calibration)
+            clamped = self._clamped(target, built)
         request = PlannedRequest(
             workload=spec.name,
             kind=spec.kind,
@@ -241,9 +251,27 @@ class Planner(WorkerLoadShare):
             sequence=self._sequence,
             worker_index=self.worker_index,
             prefix_group=draft.prefix_group,
+            prompt_clamped=clamped,
         )
         self._sequence += 1
         return request
+
+    def _clamped(self, target: int, built: int | None) -> bool:
+        """Whether the prompt could not be `target` tokens: below the smallest request
+        this target allows, or (by the word table's count `built`) a size its tokenizer
+        cannot make. Said once per worker and workload, on the first such request."""
+        smallest = self.calibration.smallest_prompt_tokens()
+        if target >= smallest and (built is None or built == target):
+            return False
+        if not self._said_clamped:
+            self._said_clamped = True
+            sent = smallest if target < smallest else built
+            log.warning(
+                "zerohop: warning: workload '%s' asks a prompt of %d tokens, which this "
+                "target's tokenizer cannot make (its smallest request, framing and one word, "
+                "is %d tokens): it is sent at %s tokens, the nearest it can, and such "
+                "records say prompt_clamped=true", self.spec.name, target, smallest, sent)
+        return True
 
 
 # ---------------------------------------------------------------------------------------

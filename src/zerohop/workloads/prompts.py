@@ -82,10 +82,19 @@ class PromptBuilder:
     ) -> str:
         """Text whose server-side prompt size should be `target_tokens`: exactly, when
         the calibration knows every word's count for this vocabulary."""
+        return self.build_counted(target_tokens, rng, calibration)[0]
+
+    def build_counted(
+        self, target_tokens: int, rng: np.random.Generator, calibration: TokenCalibration
+    ) -> tuple[str, int | None]:
+        """`build_for_tokens`, and the prompt's count where the word table gives it
+        (None: sized by the line). A count other than the target is a size this
+        tokenizer cannot make: below the smallest request, or between two it can."""
         words = calibration.words
         if words is not None and words.vocabulary_seed == self.vocabulary_seed:
-            return self.text_of(*words.choose(target_tokens, rng))
-        return self.build_text(calibration.units_for_tokens(target_tokens, rng), rng)
+            chosen = words.choose(target_tokens, rng)
+            return self.text_of(*chosen), words.count(*chosen)
+        return self.build_text(calibration.units_for_tokens(target_tokens, rng), rng), None
 
     def text_of(self, indices: Sequence[int] | np.ndarray, stop_last: bool = False) -> str:
         """The words at these vocabulary indices, a full stop after every twelfth (and
@@ -174,6 +183,14 @@ class TokenCalibration:
             return max(1, round(exact))
         whole = math.floor(exact)
         return max(1, whole + int(rng.random() < exact - whole))
+
+    def smallest_prompt_tokens(self) -> int:
+        """The fewest tokens a text prompt can count on this target: one word and the
+        request's framing (a chat template, a BOS). A smaller size cannot be built; the
+        planner sends this one instead and marks the record `prompt_clamped`."""
+        if self.words is not None:
+            return self.words.smallest
+        return max(1, math.ceil(self.a + self.b))
 
     def block_units(self, block_tokens: int) -> int:
         """Units that make `block_tokens` tokens inside a prompt (no template overhead)."""

@@ -82,6 +82,11 @@ class WordCounts:
         ):
             object.__setattr__(self, name, value)
 
+    @property
+    def smallest(self) -> int:
+        """The tokens of the smallest request these words make: one word and the framing."""
+        return min(self.opening.values())
+
     def count(self, indices: Sequence[int] | np.ndarray, stop_last: bool = False) -> int:
         """The request's tokens when its prompt is these words (the first an opening)."""
         ids = np.asarray(indices, dtype=np.int64)
