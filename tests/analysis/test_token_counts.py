@@ -97,3 +97,23 @@ def test_the_verdict_flags_a_median_prompt_size_past_3_percent() -> None:
                             "size (more than ±3 %)")
     frame, _ = frame_from_rows([_row(0, prompt=None)])
     assert prompt_size_check(summarise_token_counts(frame)) is None
+
+
+def test_clamped_requests_are_counted_and_said_in_the_verdict() -> None:
+    rows = [_row(i, asked=4, prompt=11) | {"prompt_clamped": True} for i in range(3)]
+    rows += [_row(i, prompt=100) | {"prompt_clamped": False} for i in range(3, 20)]
+    rows.append(_row(20, outcome="stall") | {"prompt_clamped": True})  # not ok: not counted
+    frame, _ = frame_from_rows(rows)
+    counts = summarise_token_counts(frame)
+    (row,) = counts.rows
+    assert row.clamped == 3
+    check = prompt_size_check(counts)
+    assert check is not None and "3 asked a size the target cannot make" in check["text"]
+    section = token_count_section(counts)
+    assert section is not None and section["rows"][0]["clamped"] == "3"  # type: ignore[index]
+
+
+def test_no_clamped_request_says_nothing_of_clamping() -> None:
+    frame, _ = frame_from_rows([_row(i) for i in range(5)])
+    check = prompt_size_check(summarise_token_counts(frame))
+    assert check is not None and "clamped" not in check["text"]

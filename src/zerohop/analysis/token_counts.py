@@ -42,6 +42,7 @@ class TokenCountRow:
     input_p95_abs_error_pct: float
     input_within_one: float  # share of requests within ±1 token of the asked size
     prompt_sources: tuple[tuple[str, int], ...]  # prompt_token_source → requests
+    clamped: int  # ok requests whose asked size the target cannot make (`prompt_clamped`)
 
     @property
     def output_difference(self) -> int:
@@ -92,6 +93,7 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
     got = requests["input_tokens"].to_numpy(dtype=float)
     both_in = mask & np.isfinite(asked) & (asked > 0) & np.isfinite(got)
     error_pct = (got[both_in] - asked[both_in]) / asked[both_in] * 100.0
+    clamped = requests["prompt_clamped"].to_numpy(dtype=float)  # 1.0, 0.0 or NaN
     source_codes, source_names = category_codes(requests["prompt_token_source"])
     picked = source_codes[mask]
     counts = np.bincount(picked[picked >= 0], minlength=len(source_names))
@@ -116,6 +118,7 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
             if error_pct.size else math.nan
         ),
         prompt_sources=tuple(sorted(sources.items())),
+        clamped=int(np.count_nonzero(mask & (clamped == 1))),
     )
 
 

@@ -16,10 +16,12 @@ def prompt_size_check(counts: TokenCounts | None) -> dict[str, str] | None:
     if counts is not None and counts.flags:
         return {"status": "warn", "text": "prompt sizes off: " + "; ".join(counts.flags)}
     overall = compared[-1]  # the `all` row when there are several workloads
-    return {"status": "ok",
-            "text": f"prompt sizes: median within ±{INPUT_ERROR_FLAG_PCT:g} % of the asked "
-                    f"size, {fmt.pct(overall.input_within_one * 100.0)} of requests within "
-                    f"±1 token"}
+    text = (f"prompt sizes: median within ±{INPUT_ERROR_FLAG_PCT:g} % of the asked size, "
+            f"{fmt.pct(overall.input_within_one * 100.0)} of requests within ±1 token")
+    if overall.clamped:
+        text += (f"; {fmt.count(overall.clamped)} asked a size the target cannot make "
+                 "and were sent the nearest it can (prompt_clamped)")
+    return {"status": "ok", "text": text}
 
 
 def token_count_section(counts: TokenCounts) -> dict[str, object] | None:
@@ -49,5 +51,6 @@ def token_count_section(counts: TokenCounts) -> dict[str, object] | None:
             "input_p95": fmt.pct(row.input_p95_abs_error_pct),
             "input_within_one": fmt.pct(row.input_within_one * 100.0),
             "sources": ", ".join(f"{s} {n}" for s, n in row.prompt_sources) or fmt.DASH,
+            "clamped": fmt.count(row.clamped),
         })
     return {"rows": rows, "flags": counts.flags}
