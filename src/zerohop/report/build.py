@@ -89,9 +89,11 @@ def build_comparison(
     return write_comparison(comparisons, Path(out))
 
 
-def write_comparison(comparisons: Sequence[Comparison], out: Path) -> Path:
-    """Render already computed comparisons to `out`."""
-    page = comparison_page(comparisons, generated_at=_now())
+def write_comparison(comparisons: Sequence[Comparison], out: Path, *,
+                     layers: Mapping[str, Any] | None = None) -> Path:
+    """Render already computed comparisons to `out`; `layers`, an interleaved layer
+    comparison's summary (`compare-<run>-arms.json`), adds the "Layers" section."""
+    page = comparison_page(comparisons, generated_at=_now(), layers=layers)
     return write_atomically(Path(out), render_page("compare.html.j2", page.context, page.charts))
 
 

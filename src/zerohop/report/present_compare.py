@@ -5,7 +5,7 @@ client policy — the logical-request figures per run, all as printable strings.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zerohop.analysis.compare import (
@@ -26,6 +26,7 @@ from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, joined
 from zerohop.report.glossary import REQUEST_GLOSSARY
 from zerohop.report.present import METRIC_TITLES, Page
+from zerohop.report.present_layers import layers_section
 
 # The headline badge is the first of these that any judged figure has: the worst one.
 HEADLINE_ORDER: tuple[str, ...] = ("worse", "mixed", "better")
@@ -45,7 +46,8 @@ COMPARE_GLOSSARY_TERMS: tuple[str, ...] = (
 )
 
 
-def comparison_page(comparisons: Sequence[Comparison], generated_at: str) -> Page:
+def comparison_page(comparisons: Sequence[Comparison], generated_at: str, *,
+                    layers: Mapping[str, Any] | None = None) -> Page:
     charts: list[Chart] = []
     blocks = [_comparison_block(i, c, charts) for i, c in enumerate(comparisons)]
     baseline = comparisons[0].baseline if comparisons else "—"
@@ -53,6 +55,7 @@ def comparison_page(comparisons: Sequence[Comparison], generated_at: str) -> Pag
         "title": f"zerohop comparison — baseline {baseline}",
         "generated_at": generated_at,
         "baseline": baseline,
+        "layers": layers_section(layers) if layers is not None else None,
         "comparisons": blocks,
         "policy_runs": _policy_runs(comparisons),
         "glossary": [

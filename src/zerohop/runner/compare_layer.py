@@ -15,13 +15,17 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from zerohop.core.exit_codes import EXIT_UNREACHABLE, RunError, one_line
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import run_once
+
+if TYPE_CHECKING:
+    from zerohop.analysis.compare import Comparison
+    from zerohop.analysis.run_data import RunData
 
 MODES = ("interleaved", "sequential")
 SHOWN_STATS = ("p50", "p90", "p99")
@@ -132,19 +136,44 @@ def _start_targets(plan: RunPlan, setup: LayerSetup, processes: list[Any]
 
 
 def _report_interleaved(run_dir: Path) -> None:
-    from zerohop.analysis.arms import arm_comparisons, arm_figures, arm_views, budget_dict
-    from zerohop.analysis.stream_shape import stream_shapes
+    """One summary of the arms (`arms_summary`) read three ways: printed, written as
+    `compare-<run>-arms.json`, and shown as the arms page's "Layers" section."""
     from zerohop.report.build import write_comparison
     from zerohop.storage.run_reader import load_run
 
-    run = load_run(run_dir)
-    views = arm_views(run)
-    if "direct" not in views or len(views) < 2:
+    made = arms_summary(load_run(run_dir))
+    if made is None:
         click.echo("zerohop: no layer cost: the run's records do not cover both arms", err=True)
         return
-    comparisons = arm_comparisons(run)
+    comparisons, summary = made
     stem = run_dir.parent / f"compare-{run_dir.name}-arms"
-    write_comparison(list(comparisons.values()), stem.with_suffix(".html"))
+    stem.with_suffix(".json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_comparison(comparisons, stem.with_suffix(".html"), layers=summary)
+    figures, net = summary["arms"], summary["net_of_control"]
+    counts = " + ".join(f"{f['requests']} {arm}" for arm, f in figures.items())
+    click.echo(f"layer cost (arm − direct, ms; 95% CI), one interleaved run ({counts}):")
+    for arm, cost in summary["costs"].items():
+        _echo_cost(arm, cost)
+    if net:
+        click.echo(f"net of the control (arm − {CONTROL_ARM}, zerohop's 0 ms pass-through; "
+                   "ms; 95% CI):")
+        for arm, cost in net.items():
+            _echo_cost(arm, cost)
+    _echo_figures(figures)
+    _echo_stream(summary["stream"])
+    click.echo(f"comparison: {stem.with_suffix('.html')}")
+
+
+def arms_summary(run: RunData) -> tuple[list[Comparison], dict[str, Any]] | None:
+    """(the arms' comparisons against direct, the summary: each arm's cost, net of the
+    control, figures and stream shape), or None when the records lack an arm."""
+    from zerohop.analysis.arms import arm_comparisons, arm_figures, arm_views, budget_dict
+    from zerohop.analysis.stream_shape import stream_shapes
+
+    views = arm_views(run)
+    if "direct" not in views or len(views) < 2:
+        return None
+    comparisons = arm_comparisons(run)
     costs = {arm: budget_dict(c) for arm, c in comparisons.items()}
     net = {}
     if CONTROL_ARM in views and len(views) > 2:
@@ -153,21 +182,10 @@ def _report_interleaved(run_dir: Path) -> None:
     first = next((arm for arm in costs if arm != CONTROL_ARM), next(iter(costs)))
     figures = {arm: dataclasses.asdict(arm_figures(view, arm)) for arm, view in views.items()}
     shapes = {s.arm: dataclasses.asdict(s) for s in stream_shapes(views)}
-    budget = {"mode": "interleaved", "run": run_dir.name, "arm": first, **costs[first],
-              "costs": costs, "net_of_control": net, "stream": shapes, "arms": figures}
-    stem.with_suffix(".json").write_text(json.dumps(budget, indent=2) + "\n")
-    counts = " + ".join(f"{f['requests']} {arm}" for arm, f in figures.items())
-    click.echo(f"layer cost (arm − direct, ms; 95% CI), one interleaved run ({counts}):")
-    for arm, cost in costs.items():
-        _echo_cost(arm, cost)
-    if net:
-        click.echo(f"net of the control (arm − {CONTROL_ARM}, zerohop's 0 ms pass-through; "
-                   "ms; 95% CI):")
-        for arm, cost in net.items():
-            _echo_cost(arm, cost)
-    _echo_figures(figures)
-    _echo_stream(shapes)
-    click.echo(f"comparison: {stem.with_suffix('.html')}")
+    summary = {"mode": "interleaved", "run": run.run_dir.name, "arm": first, **costs[first],
+               "costs": costs, "control": CONTROL_ARM if CONTROL_ARM in views else None,
+               "net_of_control": net, "stream": shapes, "arms": figures}
+    return list(comparisons.values()), summary
 
 
 def _report_sequential(direct_dir: Path, layer_dir: Path) -> None:
@@ -231,13 +249,10 @@ def _echo_figures(figures: dict[str, dict[str, Any]]) -> None:
 def _echo_stream(shapes: dict[str, dict[str, Any]]) -> None:
     """Per arm: whether the hop changed the stream against the same run's direct
     requests (analysis/stream_shape.py), and how."""
+    from zerohop.report.present_layers import stream_verdict
+
     if not shapes:
         return
     click.echo("  stream through each arm, against direct:")
     for arm, shape in shapes.items():
-        if shape["changed"]:
-            verdict = "CHANGED: " + "; ".join(shape["reasons"])
-        else:
-            verdict = (f"unchanged ({shape['tokens_per_read']:.2f} tokens per read, direct "
-                       f"{shape['direct_tokens_per_read']:.2f})")
-        click.echo(f"    {arm:<14} {verdict}")
+        click.echo(f"    {arm:<14} {stream_verdict(shape)}")
