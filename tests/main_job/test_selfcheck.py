@@ -114,7 +114,6 @@ def test_the_screen_shows_verdict_figures_bounds_and_advice() -> None:
 # --- bad input ----------------------------------------------------------------------------
 @pytest.mark.integration  # runs the CLI as a child process
 @pytest.mark.parametrize("args, words", [
-    ([], ["--users", "--rate"]),
     (["--users", "4", "--rate", "2"], ["--users", "--rate"]),
     (["--rate", "-1"], ["--rate"]),
     (["--rate", "5", "--duration", "2s"], ["at least 5s"]),
