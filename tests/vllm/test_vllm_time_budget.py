@@ -43,7 +43,9 @@ def test_queue_and_prefill_come_from_vllms_histograms(vllm_server: VllmServer,
             part = band.part(phase)
             assert part is not None, (band.band, band.metric, phase, budget.notes)
             assert part.aggregate and part.source.startswith(family)
-            assert part.n >= 0.9 * band.n  # nearly every request had its scrape interval
+            # every request had its scrape interval but, in a small band, the one that
+            # finished after the run's last scrape
+            assert part.n >= min(0.9 * band.n, band.n - 1)
             assert 0.0 <= part.low_ms <= part.mean_ms <= part.high_ms
     ok = (requests["outcome"] == "ok").to_numpy()
     for phase, family in FAMILIES.items():
