@@ -19,6 +19,8 @@ from typing import Literal
 
 import numpy as np
 
+from zerohop.analysis.driver_lanes import counter_rates
+
 Role = Literal["bucket", "sum", "count", "counter", "info", "gauge"]
 _NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|Inf))")
 
@@ -65,14 +67,14 @@ def label_sort_key(labels: Mapping[str, str]) -> tuple[tuple[str, tuple], ...]:
 def counter_rate(window_values: np.ndarray, window_s: float) -> np.ndarray:
     """Per-second rate of a counter from its value per window (mean or last sample):
     the change from the previous window over the window's length. NaN for the first
-    window, a window without a value, and a step down (the counter was reset)."""
+    window, a window without a value, and a step down (the counter was reset: drawn
+    as a gap, where the driver analysis reads it as a restart from zero)."""
     values = np.asarray(window_values, dtype=float)
-    rate = np.full(values.size, np.nan)
     if values.size < 2 or window_s <= 0:
-        return rate
-    step = np.diff(values)
+        return np.full(values.size, np.nan)
+    rate = counter_rates(np.arange(values.size) * window_s, values)
     with np.errstate(invalid="ignore"):
-        rate[1:] = np.where(step >= 0, step / window_s, np.nan)
+        rate[1:][np.diff(values) < 0] = np.nan
     return rate
 
 
