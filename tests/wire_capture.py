@@ -253,6 +253,7 @@ class Comparison:
     wire_ttft_ms: np.ndarray
     wire_role_ms: np.ndarray  # POST → role-only chunk's packet (NaN: none seen)
     send_lead_ms: np.ndarray  # tool's send stamp → its POST packet
+    tool_sent_ns: np.ndarray  # the tool's send stamp
 
     @property
     def diff_ms(self) -> np.ndarray:
@@ -271,4 +272,5 @@ def compare(tool: str, requests: Sequence[ToolRequest], wire: Sequence[Exchange]
         wire_ttft_ms=np.array([e.ttft_ms for _, e in pairs], dtype=float),
         wire_role_ms=np.array(role, dtype=float),
         send_lead_ms=np.array([(e.post_ns - r.sent_ns) / 1e6 for r, e in pairs], dtype=float),
+        tool_sent_ns=np.array([r.sent_ns for r, _ in pairs], dtype=np.int64),
     )

@@ -11,7 +11,11 @@ that are wrong: one that times the role-only chunk (3 ms early), and one whose l
 held by a blocking sleep after every read (later tokens merge into the first one's
 read, tens of ms late). The server and every client run at nice −10 (root): on a
 machine shared with other work the docs' figures are for a client that has its core
-(the floor still carries the rest of the machine's load).
+(the floor still carries the rest of the machine's load). A request whose first token
+waited through a stall of the clients' core that an independent witness saw (the
+hypervisor or the machine took the core: a CI machine once held three of 183 requests
+40 ms so) is set aside for every client alike, at most 5 % of zerohop's
+(tests/wire_ttft.py); the held-loop control shows that a client's own lateness is not.
 tests/vllm/test_ttft_vs_wire_vllm.py runs the same check on the vLLM tier's server.
 """
 
@@ -89,6 +93,7 @@ def test_zerohop_ttft_matches_the_wire_and_wrong_clients_are_caught(
         paced_server, f"http://127.0.0.1:{paced_server}", MODEL, workload, DURATION_S,
         PROBES, BODY, tmp_path, cores()[1])
     assert judged["zerohop"].requests >= 0.5 * RATE_RPS * DURATION_S
+    assert judged["zerohop"].judgeable, f"the machine was too busy: {judged['zerohop']}"
     assert judged["zerohop"].holds, judged["zerohop"]
     assert not judged["role"].holds, judged["role"]  # times the role-only chunk
     assert not judged["hold"].holds, judged["hold"]  # a held loop

@@ -36,4 +36,5 @@ def test_zerohop_ttft_matches_the_wire_on_vllm(vllm_server: VllmServer, tmp_path
     judged = measure_against_wire(vllm_server.port, vllm_server.url, SERVED_MODEL_NAME,
                                   workload, DURATION_S, [FLOOR], BODY, tmp_path, None)
     assert judged["zerohop"].requests >= 0.5 * RATE_RPS * DURATION_S
+    assert judged["zerohop"].judgeable, f"the machine was too busy: {judged['zerohop']}"
     assert judged["zerohop"].holds, judged["zerohop"]
