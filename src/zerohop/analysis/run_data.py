@@ -15,50 +15,28 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from zerohop.core.records import (
+    CATEGORY,
+    NUMBER,
+    RECORD_COLUMNS,
+    TEXT,
+    Read,
+    RecordColumn,
+)
+
+
+def read_as(role: Read, columns: Iterable[RecordColumn] = RECORD_COLUMNS) -> tuple[str, ...]:
+    """The record fields the analysis reads in `role`, in the record's order: the record's
+    schema (core/records.py) says which, so no list of columns is written here."""
+    return tuple(c.name for c in columns if c.read == role)
+
+
 # Scalar request columns the analysis reads, with the dtype each becomes. Columns a
 # (possibly older) file lacks are added as all-missing, so analysis code can rely on
 # every one of them existing.
-FLOAT_COLUMNS: tuple[str, ...] = (
-    "scheduled_ts",
-    "sent_ts",
-    "first_content_ts",
-    "end_ts",
-    "schedule_lag_ms",
-    "ttft_ms",
-    "e2e_ms",
-    "tpot_ms",
-    "ttft_from_schedule_ms",
-    "e2e_from_schedule_ms",
-    "input_tokens",
-    "output_tokens",
-    "http_status",
-    "server_ttft_ms",
-    # client policies (retries, fallbacks): analysis/policy.py
-    "attempt",
-    "retry_after_s",
-    "backoff_ms",
-    "logical_e2e_ms",
-    "logical_ttft_ms",
-    # token counts, the client's beside the server's: analysis/token_counts.py
-    "counted_output_tokens",
-    "target_input_tokens",
-    "prompt_clamped",  # 1.0: a size the tokenizer cannot make, the nearest sent
-    # conversations, agent loops, the prefix cache, reasoning
-    "turn",
-    "agent_step",
-    "tool_calls",
-    "cached_tokens",
-    "ttfo_ms",
-    "reasoning_tokens",
-    # an open loop under --max-concurrency: the wait for a slot
-    "queue_wait_ms",
-)
-TEXT_COLUMNS: tuple[str, ...] = ("error_type", "error_message", "session_id", "server_timing")
-CATEGORY_COLUMNS: tuple[str, ...] = (
-    "workload", "outcome", "adapter", "model", "final_outcome", "answered_by",
-    "give_up_reason", "attempt_reason", "token_source", "prompt_token_source", "arm",
-    "agent_end", "structured_output", "replica",
-)
+FLOAT_COLUMNS: tuple[str, ...] = read_as(NUMBER)
+TEXT_COLUMNS: tuple[str, ...] = read_as(TEXT)
+CATEGORY_COLUMNS: tuple[str, ...] = read_as(CATEGORY)
 LIST_COLUMN = "itl_ms"
 REQUEST_COLUMNS: tuple[str, ...] = CATEGORY_COLUMNS + FLOAT_COLUMNS + TEXT_COLUMNS
 TELEMETRY_COLUMNS: tuple[str, ...] = ("ts", "source", "metric", "labels", "value")

@@ -22,6 +22,7 @@ from zerohop.client.measure import StreamDecode, build_record
 from zerohop.client.protocols import ApiAdapter, GenerationRequest, HttpRequest, StreamedToolCall
 from zerohop.client.structured_output import judge_answer
 from zerohop.core import records as rec
+from zerohop.core import timing
 from zerohop.core.records import ClockAnchor, RequestRecord
 
 
@@ -132,26 +133,7 @@ class LLMClient:
         killed mid-request (end of run) raises GreenletExit after recording `cancelled`
         through `cancelled_record` in the caller."""
         rid = request_id or self.new_request_id()
-        record = RequestRecord(
-            request_id=rid,
-            workload=spec.workload,
-            api=self.adapter.name,
-            model=spec.generation.model,
-            adapter=spec.adapter,
-            worker=process_tag(),
-            target_input_tokens=spec.target_input_tokens,
-            prompt_token_source=spec.prompt_token_source,
-            prompt_clamped=spec.prompt_clamped,
-            max_tokens=spec.generation.max_tokens,
-            logical_request_id=spec.logical_request_id or rid,
-            attempt=spec.attempt,
-            session_id=spec.session_id,
-            turn=spec.turn,
-            agent_step=spec.agent_step,
-            arm=spec.arm,
-        )
-        if spec.queue_wait_ns is not None:
-            record.queue_wait_ms = spec.queue_wait_ns / 1e6
+        record = spec_record(spec, rid, self.adapter.name)
         # structured output is judged on the answer's text: collect it even when the
         # caller keeps none (a conversation keeps its own, for the next turn's history)
         answer = spec.answer if spec.answer is not None or spec.response_schema is None else []
@@ -219,25 +201,34 @@ class LLMClient:
                     idle.pop().close()
 
 
+def spec_record(spec: RequestSpec, request_id: str, api: str) -> RequestRecord:
+    """An attempt's record before it is sent: what its spec says. A measured request
+    (`LLMClient.execute`) and one the end of the run cut off (`cancelled_record`) both
+    start from it, so the two carry the same identity fields."""
+    return RequestRecord(
+        request_id=request_id, workload=spec.workload, api=api, model=spec.generation.model,
+        adapter=spec.adapter, worker=process_tag(),
+        target_input_tokens=spec.target_input_tokens,
+        prompt_token_source=spec.prompt_token_source, prompt_clamped=spec.prompt_clamped,
+        max_tokens=spec.generation.max_tokens,
+        logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
+        session_id=spec.session_id, turn=spec.turn, agent_step=spec.agent_step, arm=spec.arm,
+        queue_wait_ms=(None if spec.queue_wait_ns is None
+                       else timing.ms_between(0, spec.queue_wait_ns)),
+    )
+
+
 def cancelled_record(spec: RequestSpec, request_id: str, api: str, anchor: ClockAnchor,
                      sent_perf_ns: int | None) -> RequestRecord:
     """The record of a request cut off by the end of the run: kept, never dropped."""
-    record = RequestRecord(
-        request_id=request_id, workload=spec.workload, api=api, model=spec.generation.model,
-        adapter=spec.adapter, worker=process_tag(), outcome=rec.CANCELLED,
-        target_input_tokens=spec.target_input_tokens, max_tokens=spec.generation.max_tokens,
-        logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
-        prompt_token_source=spec.prompt_token_source, session_id=spec.session_id, turn=spec.turn,
-        agent_step=spec.agent_step, arm=spec.arm, prompt_clamped=spec.prompt_clamped,
-    )
+    record = spec_record(spec, request_id, api)
+    record.outcome = rec.CANCELLED
     if sent_perf_ns is not None:
         record.sent_ts = anchor.wall_s(sent_perf_ns)
     record.end_ts = anchor.wall_s(time.perf_counter_ns())
-    if spec.queue_wait_ns is not None:
-        record.queue_wait_ms = spec.queue_wait_ns / 1e6
     if spec.scheduled_perf_ns is not None:
         record.scheduled_ts = anchor.wall_s(spec.scheduled_perf_ns)
         if sent_perf_ns is not None:
-            record.schedule_lag_ms = (
-                sent_perf_ns - spec.scheduled_perf_ns - (spec.queue_wait_ns or 0)) / 1e6
+            record.schedule_lag_ms = timing.schedule_lag_ms(
+                spec.scheduled_perf_ns, sent_perf_ns, spec.queue_wait_ns)
     return record

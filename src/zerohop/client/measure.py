@@ -39,9 +39,8 @@ from zerohop.client.protocols import (
 )
 from zerohop.client.sse import SSEParser
 from zerohop.core import records as rec
+from zerohop.core import timing
 from zerohop.core.records import ClockAnchor, RequestRecord
-
-NS_PER_MS = 1e6
 
 
 @dataclass
@@ -155,8 +154,8 @@ def build_record(
     record.replica = rec.truncate_message(ex.headers.get(rec.REPLICA_HEADER))
     if scheduled_perf_ns is not None:
         record.scheduled_ts = anchor.wall_s(scheduled_perf_ns)
-        record.schedule_lag_ms = (ex.sent_ns - scheduled_perf_ns - (queue_wait_ns or 0)
-                                  ) / NS_PER_MS
+        record.schedule_lag_ms = timing.schedule_lag_ms(scheduled_perf_ns, ex.sent_ns,
+                                                        queue_wait_ns)
 
     if ex.end == END_CONNECT_ERROR:
         record.outcome, record.error_message = rec.CONNECT_ERROR, rec.truncate_message(ex.error)
@@ -167,7 +166,7 @@ def build_record(
         record.outcome = rec.http_outcome(ex.status)
         record.retry_after_s = retry_after_s(ex.headers.get("retry-after"))
         record.error_type, record.error_message = err.error_type, rec.truncate_message(err.message)
-        record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
+        record.e2e_ms = timing.e2e_ms(ex.sent_ns, ex.end_ns)
         return record
 
     if scan is None:
@@ -253,23 +252,21 @@ def _fill_timings(
     if d.content_ns:
         first = d.content_ns[0]
         record.first_content_ts = anchor.wall_s(first)
-        record.ttft_ms = (first - ex.sent_ns) / NS_PER_MS
-        record.itl_ms = [
-            (b - a) / NS_PER_MS for a, b in zip(d.content_ns, d.content_ns[1:], strict=False)
-        ]
+        record.ttft_ms = timing.ttft_ms(ex.sent_ns, first)
+        record.itl_ms = timing.itl_ms(d.content_ns)
         if scheduled_ns is not None:
-            record.ttft_from_schedule_ms = (first - scheduled_ns) / NS_PER_MS
+            record.ttft_from_schedule_ms = timing.ms_between(scheduled_ns, first)
         answer = next((ts for ts, r in zip(d.content_ns, d.content_reasoning, strict=True)
                        if not r), None)
         if answer is not None:
-            record.ttfo_ms = (answer - ex.sent_ns) / NS_PER_MS
+            record.ttfo_ms = timing.ttft_ms(ex.sent_ns, answer)  # TTFT of the answer
     record.content_events = len(d.content_ns)
     if all(t is not None for t in d.content_tokens) and d.content_tokens:
         record.tokens_per_event = [int(t) for t in d.content_tokens if t is not None]
     if d.terminated:
-        record.e2e_ms = (ex.end_ns - ex.sent_ns) / NS_PER_MS
+        record.e2e_ms = timing.e2e_ms(ex.sent_ns, ex.end_ns)
         if scheduled_ns is not None:
-            record.e2e_from_schedule_ms = (ex.end_ns - scheduled_ns) / NS_PER_MS
+            record.e2e_from_schedule_ms = timing.ms_between(scheduled_ns, ex.end_ns)
 
 
 def _fill_tokens(record: RequestRecord, d: _Decoded) -> None:
@@ -299,13 +296,7 @@ def _fill_tokens(record: RequestRecord, d: _Decoded) -> None:
     else:
         record.reasoning_tokens = thought
     record.tool_calls = len(d.tool_calls)
-    if (
-        record.e2e_ms is not None
-        and record.ttft_ms is not None
-        and record.output_tokens is not None
-        and record.output_tokens >= 2
-    ):
-        record.tpot_ms = (record.e2e_ms - record.ttft_ms) / (record.output_tokens - 1)
+    record.tpot_ms = timing.tpot_ms(record.e2e_ms, record.ttft_ms, record.output_tokens)
 
 
 def _outcome(ex: RawExchange, d: _Decoded, record: RequestRecord) -> str:

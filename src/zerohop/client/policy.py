@@ -28,6 +28,7 @@ from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import RequestSpec
 from zerohop.client.protocols import GenerationRequest
 from zerohop.core import records as rec
+from zerohop.core import timing
 from zerohop.core.records import RequestRecord
 from zerohop.workloads.policy_spec import MEMORY_ERROR, BackoffSpec, FallbackStep, Policy
 
@@ -210,12 +211,13 @@ class PolicyExecutor:
         end_ns = self.clock()
         answered = record.outcome == rec.OK
         record.final_outcome = record.outcome
-        record.logical_e2e_ms = (end_ns - state.start_ns) / 1e6
+        record.logical_e2e_ms = timing.ms_between(state.start_ns, end_ns)
         record.logical_attempts = record.attempt
         record.answered_by = record.model if answered else None
         record.give_up_reason = None if answered else give_up
         if answered and record.ttft_ms is not None:
-            record.logical_ttft_ms = (attempt_start_ns - state.start_ns) / 1e6 + record.ttft_ms
+            record.logical_ttft_ms = (timing.ms_between(state.start_ns, attempt_start_ns)
+                                      + record.ttft_ms)
 
 
 @dataclass

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from itertools import pairwise
 from typing import Any
 
+from zerohop.core import timing
 from zerohop.core.records import (
     CANCELLED,
     CONNECT_ERROR,
@@ -95,7 +95,7 @@ class Outcomes:
         row = self._base(req)
         row.update(outcome=outcome, end_ts=self._ts(now_ns), http_status=status,
                    error_type=error_type, error_message=message,
-                   e2e_from_schedule_ms=(now_ns - req.arrival_ns) / 1e6)
+                   e2e_from_schedule_ms=timing.ms_between(req.arrival_ns, now_ns))
         if req.token_ns:
             row.update(self._token_fields(req, req.token_ns[0], len(req.token_ns)))
         self.emit(row)
@@ -104,22 +104,23 @@ class Outcomes:
         row = self._base(req)
         tokens = req.token_ns
         n = len(tokens)
-        e2e_ms = (end_ns - req.arrival_ns) / 1e6
+        e2e_ms = timing.e2e_ms(req.arrival_ns, end_ns)  # a virtual request is sent on arrival
+        token_fields = self._token_fields(req, tokens[0], n)
         row.update(
             outcome=OK, end_ts=self._ts(end_ns), http_status=200, e2e_ms=e2e_ms,
             e2e_from_schedule_ms=e2e_ms, output_tokens=n, token_source="usage",
-            tpot_ms=(end_ns - tokens[0]) / 1e6 / (n - 1) if n >= 2 else None,
-            **self._token_fields(req, tokens[0], n),
+            tpot_ms=timing.tpot_ms(e2e_ms, token_fields["ttft_ms"], n), **token_fields,
         )
         return row
 
     def _token_fields(self, req: FleetRequest, first_ns: int, n: int) -> Row:
         tokens = req.token_ns
-        ttft_ms = (first_ns - req.arrival_ns) / 1e6
+        ttft_ms = timing.ttft_ms(req.arrival_ns, first_ns)
         return {
             "first_content_ts": self._ts(first_ns), "ttft_ms": ttft_ms, "ttfo_ms": ttft_ms,
-            "ttft_from_schedule_ms": ttft_ms, "server_ttft_ms": (first_ns - req.sent_ns) / 1e6,
-            "itl_ms": [(b - a) / 1e6 for a, b in pairwise(tokens)],
+            "ttft_from_schedule_ms": ttft_ms,
+            "server_ttft_ms": timing.ms_between(req.sent_ns, first_ns),
+            "itl_ms": timing.itl_ms(tokens),
             "tokens_per_event": [1] * n, "content_events": n, "counted_output_tokens": n,
         }
 

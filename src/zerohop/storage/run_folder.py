@@ -24,9 +24,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from zerohop.core import json_codec
+from zerohop.core import json_codec, records
 from zerohop.core.layout import MANIFEST_FILE, RECORDS_DIR, REQUESTS_FILE
-from zerohop.core.records import RECORD_FIELDS
 from zerohop.core.redaction import known_secrets, redact, scrub
 from zerohop.storage.jsonl import JsonlAppender, read_jsonl_folder
 
@@ -181,38 +180,22 @@ def _json_default(value: Any) -> Any:
 
 
 # --- consolidation --------------------------------------------------------------------
-_FLOAT = {
-    "scheduled_ts", "sent_ts", "first_content_ts", "end_ts", "schedule_lag_ms", "ttft_ms",
-    "e2e_ms", "tpot_ms", "ttft_from_schedule_ms", "e2e_from_schedule_ms", "server_ttft_ms",
-    "retry_after_s", "backoff_ms", "logical_e2e_ms", "logical_ttft_ms", "ttfo_ms",
-    "queue_wait_ms",
+# The Parquet type of each kind of record field (core/records.py: the fields and kinds).
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "str": pa.string(),
+    "float": pa.float64(),
+    "int": pa.int64(),
+    "bool": pa.bool_(),
+    "list[float]": pa.list_(pa.float64()),
+    "list[int]": pa.list_(pa.int64()),
 }
-_INT = {
-    "content_events", "input_tokens", "output_tokens", "target_input_tokens", "max_tokens",
-    "counted_output_tokens",
-    "http_status", "attempt", "logical_attempts",
-    "turn", "agent_step", "tool_calls", "cached_tokens", "reasoning_tokens",
-}
-_BOOL = {"prompt_clamped"}
 
 
 def requests_schema() -> pa.Schema:
-    fields = []
-    for name in RECORD_FIELDS:
-        if name in _FLOAT:
-            typ = pa.float64()
-        elif name in _INT:
-            typ = pa.int64()
-        elif name in _BOOL:
-            typ = pa.bool_()
-        elif name == "itl_ms":
-            typ = pa.list_(pa.float64())
-        elif name == "tokens_per_event":
-            typ = pa.list_(pa.int64())
-        else:
-            typ = pa.string()
-        fields.append(pa.field(name, typ))
-    return pa.schema(fields)
+    """requests.parquet's schema: one column per record field, typed by its kind."""
+    return pa.schema(
+        [pa.field(c.name, ARROW_TYPES[c.kind]) for c in records.RECORD_COLUMNS]
+    )
 
 
 def read_record_rows(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
@@ -233,9 +216,12 @@ def consolidate(run_dir: Path) -> Path:
     """Write `requests.parquet` from the JSONL sinks (idempotent)."""
     rows, _bad = read_record_rows(run_dir)
     schema = requests_schema()
-    columns = {name: [row.get(name) for row in rows] for name in RECORD_FIELDS}
-    for name in ("itl_ms", "tokens_per_event"):
-        columns[name] = [v if v is not None else [] for v in columns[name]]
+    columns: dict[str, list[Any]] = {}
+    for c in records.RECORD_COLUMNS:  # read when called: the record's schema, not a copy
+        values = [row.get(c.name) for row in rows]
+        if c.kind.startswith("list"):
+            values = [v if v is not None else [] for v in values]
+        columns[c.name] = values
     table = pa.table(columns, schema=schema)
     out = run_dir / REQUESTS_FILE
     tmp = run_dir / (REQUESTS_FILE + ".tmp")
