@@ -4,7 +4,9 @@ Why: zerohop's end-to-end tier needs a real continuous-batching engine (queueing
 cache, streaming, multi-LoRA, the real /metrics names), not only the embedded target.
 vLLM lives in its own venv (tools/vllm_cpu/setup_env.sh): it pins torch, transformers
 and much more, so this module is stdlib-only and drives that venv's python through
-subprocesses. Nothing here imports vllm.
+subprocesses. Nothing here imports vllm. It lives in tests/, pytest-free: the vllm tier's
+fixtures, the benches and tools/vllm_cpu/serve.py share it, and it drives the checkout's
+tools/vllm_cpu scripts, so no wheel ships it.
 
 Typical use (what tests/vllm/conftest.py does):
 
@@ -125,8 +127,8 @@ def default_model_dir() -> Path:
 
 
 def tools_dir() -> Path:
-    """tools/vllm_cpu of the checkout this module runs from (an editable install)."""
-    return Path(__file__).resolve().parents[3] / "tools" / "vllm_cpu"
+    """tools/vllm_cpu of this checkout: this module lives in its tests/, never in a wheel."""
+    return Path(__file__).resolve().parents[1] / "tools" / "vllm_cpu"
 
 
 def build_tiny_model(env: VllmCpuEnv, out_dir: Path, *, vocab_size: int | None = None) -> Path:
