@@ -10,7 +10,7 @@ tools/vllm_cpu scripts, so no wheel ships it.
 
 Typical use (what tests/vllm/conftest.py does):
 
-    env = find_or_setup_env(setup=False)
+    env = probe_env(setup=False).env
     model_dir = build_tiny_model(env, default_model_dir())
     with start_vllm(env, model_dir, lora_adapters=adapters_in(model_dir)) as server:
         ...  # server.url, server.model_name, server.adapter_names
@@ -66,15 +66,9 @@ class VllmStartError(RuntimeError):
     """vLLM died or never became healthy; the message carries its log tail."""
 
 
-def find_or_setup_env(*, setup: bool = True) -> VllmCpuEnv | None:
-    """The ready venv, setting it up first when `setup` (minutes, ~3.5 GB); else None.
-
-    Use `probe_env` when the reason for a None matters (a skip message, say).
-    """
-    return probe_env(setup=setup).env
-
-
 def probe_env(*, setup: bool = True, venv: Path | None = None) -> EnvProbe:
+    """The ready venv, set up first when `setup` (minutes, ~3.5 GB), or why there is none
+    (`reason`, for a skip message)."""
     venv_dir = venv if venv is not None else default_venv_dir()
     found = _ready_env(venv_dir)
     if found is not None:
