@@ -4,7 +4,7 @@ Each entry point runs one microbenchmark once through `benchmark.pedantic` (the
 host-side wall time of the whole run is what pytest-benchmark times) and puts the
 GPU-timed figures in `benchmark.extra_info`, so `--benchmark-json` carries them; it
 fails unless the benchmark is ok and its figures are plausible
-(`zerohop.microbench.plausibility`). The preset comes from ZEROHOP_MICROBENCH_PLAN
+(`tests/microbench/plausibility.py`). The preset comes from ZEROHOP_MICROBENCH_PLAN
 (full, quick, smoke; default quick).
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.microbench.plausibility import plausibility_violations
 
 from zerohop.microbench.gpu_env import cuda_unavailable_reason
 from zerohop.microbench.plan import Plan, get_plan
-from zerohop.microbench.plausibility import plausibility_violations
 from zerohop.microbench.runner import run_benchmarks
 from zerohop.microbench.schema import MicrobenchResult
 

@@ -3,12 +3,15 @@ per session."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.synthetic_runs import SyntheticRun, write_run
+from zerohop.core.layout import SUMMARY_FILE
 
 RunFactory = Callable[..., Path]
 
@@ -33,3 +36,10 @@ def hostile_run(make_run: RunFactory) -> Path:
     """A run whose server sent `<script>alert(1)</script>` as an error message and
     whose LoRA mix has an adapter by that name."""
     return make_run(hostile=True, adapters=("a1", "a2", "a3"), name="hostile")
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A results folder's summary.json as written (the product only writes it)."""
+    document = json.loads((Path(run_dir) / SUMMARY_FILE).read_text(encoding="utf-8"))
+    assert isinstance(document, dict), f"{SUMMARY_FILE}: top level is not an object"
+    return document

@@ -45,7 +45,6 @@ def test_errors_are_client_minus_server_in_ms() -> None:
     assert errors.ttft_p99_ms == pytest.approx(0.2, abs=1e-3)
     assert errors.e2e_p99_ms == pytest.approx(0.1, abs=1e-3)
     assert errors.itl_p99_ms == pytest.approx(0.3, abs=1e-3)
-    assert errors.worst_ms() == pytest.approx(0.3, abs=1e-3)
     assert errors.itl_unpaired == 0
     assert errors.late_gaps_by_position == ()  # no gap is more than 1 ms off
 

@@ -15,7 +15,7 @@ from zerohop.analysis.engine_phases import (
     buckets_at,
     matched_to_mean,
 )
-from zerohop.analysis.time_budget import time_budget
+from zerohop.analysis.time_budget import server_timing_ms, time_budget
 
 pytestmark = pytest.mark.unit
 
@@ -168,3 +168,12 @@ def test_bucket_placement_reads_ranks_inside_their_bucket_and_keeps_the_exact_me
     # placed at their upper edges, they must still come down to the exact mean
     down = matched_to_mean(np.array([0.2, 0.3]), np.zeros(2), np.array([0.2, 0.3]), 0.01)
     assert down.mean() == pytest.approx(0.01)
+
+
+def test_server_timing_is_read_per_entry() -> None:
+    header = 'gw;desc="edge";dur=1.25, layer;dur=5.031'
+    assert server_timing_ms(header, "layer") == pytest.approx(5.031)
+    assert server_timing_ms(header, "gw") == pytest.approx(1.25)
+    assert server_timing_ms(header, "db") is None
+    assert server_timing_ms("layer;dur=soon", "layer") is None
+    assert server_timing_ms(None, "layer") is None

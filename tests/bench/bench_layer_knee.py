@@ -33,6 +33,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # for tests.real_layers when run as a script
+
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
          "load: {kind: closed, users: 1}\n")
 PERIOD_US = 100_000
@@ -50,9 +54,9 @@ def main() -> None:
     args = parser.parse_args()
 
     import psutil
+    from tests.real_layers import start_vllm_router
 
     from zerohop.sim.embedded import start_embedded_replicas
-    from zerohop.testing.real_layers import start_vllm_router
 
     work = Path(tempfile.mkdtemp(prefix="zerohop-knee-"))
     workload = work / "flood.yaml"

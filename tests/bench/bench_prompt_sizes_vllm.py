@@ -28,8 +28,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from zerohop.loadgen.prompt_sizing import probe_tokenize
-from zerohop.testing.vllm_cpu import (
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # for tests.vllm_cpu when run as a script
+
+from tests.vllm_cpu import (  # noqa: E402
     VllmCpuEnv,
     adapters_in,
     build_tiny_model,
@@ -37,6 +40,8 @@ from zerohop.testing.vllm_cpu import (
     probe_env,
     start_vllm,
 )
+
+from zerohop.loadgen.prompt_sizing import probe_tokenize  # noqa: E402
 
 WORKLOADS = """
 workloads:

@@ -29,6 +29,10 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # for tests.real_layers when run as a script
+
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
          "load: {kind: closed, users: 4}\n")
 POLICIES = ("round_robin", "power_of_two", "cache_aware")
@@ -42,8 +46,9 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=4)
     args = parser.parse_args()
 
+    from tests.real_layers import start_nginx, start_vllm_router
+
     from zerohop.sim.embedded import start_embedded_replicas
-    from zerohop.testing.real_layers import start_nginx, start_vllm_router
 
     work = Path(tempfile.mkdtemp(prefix="zerohop-real-layers-"))
     with ExitStack() as stack:

@@ -52,6 +52,14 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # the capture it shares with tests/loadgen/test_ttft_vs_wire.py
 
+from tests.vllm_cpu import (  # noqa: E402
+    SERVED_MODEL_NAME,
+    VllmCpuEnv,
+    build_tiny_model,
+    default_model_dir,
+    probe_env,
+    start_vllm,
+)
 from tests.wire_capture import (  # noqa: E402
     CHAT_PATH,
     CONTENT,
@@ -64,15 +72,6 @@ from tests.wire_capture import (  # noqa: E402
     match,
     realtime_minus_monotonic_ns,
     zerohop_requests,
-)
-
-from zerohop.testing.vllm_cpu import (  # noqa: E402
-    SERVED_MODEL_NAME,
-    VllmCpuEnv,
-    build_tiny_model,
-    default_model_dir,
-    probe_env,
-    start_vllm,
 )
 
 # `vllm bench serve`, as vllm.entrypoints.cli.benchmark.serve wires it

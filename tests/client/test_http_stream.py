@@ -127,10 +127,17 @@ def test_ttft_timeout_applies_before_content() -> None:
 def test_stall_after_first_content() -> None:
     server = PacedServer([(0.0, HEAD), (0.0, _chunk(b"data: 1\n\n")),
                           (1.0, _chunk(b"data: 2\n\n"))])
+    found: list[int] = []  # the stamps the detector said yes to
+
+    def first_data(ts: int, payload: bytes) -> bool:
+        if b"data:" in payload:
+            found.append(ts)
+        return bool(found)
+
     ex, _ = stream_request(server.url, REQ, Timeouts(ttft_s=5, stall_s=0.2),
-                           first_content=lambda _ts, payload: b"data:" in payload)
+                           first_content=first_data)
     assert ex.end == END_STALL
-    assert ex.first_content_ns is not None
+    assert found == [ex.reads[0][0]]  # content seen on the first read, then asked no more
 
 
 @pytest.mark.integration  # a real local socket

@@ -148,15 +148,9 @@ def test_retry_after_header_seconds_and_http_date() -> None:
     assert r.outcome == "http_429" and r.retry_after_s == 2.0
 
 
-def test_server_timing_is_kept_and_read_per_entry() -> None:
-    from zerohop.client.measure import server_timing_ms
-
+def test_server_timing_is_kept_as_sent() -> None:
+    """The header is stored whole; tests/analysis/test_time_budget.py reads its entries."""
     header = 'gw;desc="edge";dur=1.25, layer;dur=5.031'
-    assert server_timing_ms(header, "layer") == pytest.approx(5.031)
-    assert server_timing_ms(header, "gw") == pytest.approx(1.25)
-    assert server_timing_ms(header, "db") is None
-    assert server_timing_ms("layer;dur=soon", "layer") is None
-    assert server_timing_ms(None, "layer") is None
     reads = [(5 * MS, chat_chunk("hi")), (6 * MS, b"data: [DONE]\n\n")]
     ex = RawExchange(sent_ns=0, status=200, headers={"server-timing": header}, reads=reads,
                      end_ns=6 * MS, end=END_COMPLETE)

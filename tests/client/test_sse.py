@@ -24,9 +24,7 @@ FIXTURES = sorted(STREAMS_DIR.glob("*.sse"))
 
 def parse_whole(data: bytes) -> list[SSEEvent]:
     parser = SSEParser()
-    events = parser.feed(data)
-    events += parser.close()
-    return events
+    return parser.feed(data)
 
 
 def parse_chunks(chunks: list[bytes], **kwargs: int) -> list[SSEEvent]:
@@ -34,8 +32,13 @@ def parse_chunks(chunks: list[bytes], **kwargs: int) -> list[SSEEvent]:
     events: list[SSEEvent] = []
     for chunk in chunks:
         events += parser.feed(chunk)
-    events += parser.close()
     return events
+
+
+def left_open(parser: SSEParser) -> list[SSEEvent]:
+    """End of stream: the event it ended inside, if any (what a closing blank line would
+    dispatch; the parser itself never dispatches an unterminated event)."""
+    return parser.feed(b"\n\n")
 
 
 def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -147,15 +150,6 @@ def test_id_persists_until_changed_and_nul_ids_are_ignored() -> None:
     parser = SSEParser()
     events = parser.feed(b"id: 7\ndata: a\n\ndata: b\n\nid: x\x00y\ndata: c\n\nid\ndata: d\n\n")
     assert [(e.data, e.id) for e in events] == [("a", "7"), ("b", "7"), ("c", "7"), ("d", "")]
-    assert parser.last_event_id == ""
-
-
-def test_retry_is_kept_only_when_all_ascii_digits() -> None:
-    parser = SSEParser()
-    parser.feed(b"retry: 2500\n\n")
-    assert parser.retry_ms == 2500
-    parser.feed(b"retry: 12a\nretry: -1\nretry:\nretry: \xd9\xa3\n\n")  # U+0663 is a digit
-    assert parser.retry_ms == 2500
 
 
 def test_unknown_fields_are_ignored() -> None:
@@ -181,54 +175,33 @@ def test_invalid_utf8_becomes_replacement_characters() -> None:
     assert parse_whole(b"data: a\xffb\xe2\x82\n\n") == [SSEEvent("a\ufffdb\ufffd", None)]
 
 
-def test_bytes_fed_counts_everything() -> None:
-    parser = SSEParser()
-    parser.feed(b"\xef\xbb\xbf")
-    parser.feed(b"data: x\r")
-    parser.feed(b"\n\n: tail")
-    assert parser.bytes_fed == 3 + 8 + 8
-
-
 def test_empty_chunks_change_nothing() -> None:
     assert parse_chunks([b"", b"data: a\r", b"", b"\n", b"", b"\n", b""]) == [SSEEvent("a", None)]
 
 
 # --- end of stream ------------------------------------------------------------------
-def test_unterminated_event_is_dropped_and_reported() -> None:
+def test_unterminated_event_is_not_dispatched_and_is_left_open() -> None:
     parser = SSEParser()
     assert parser.feed(b"data: done\n\ndata: cut") == [SSEEvent("done", None)]
-    assert parser.has_partial
-    assert parser.close() == []
-    assert parser.has_partial
+    assert left_open(parser) == [SSEEvent("cut", None)]
 
 
-def test_data_line_without_blank_line_is_partial() -> None:
+def test_data_line_without_blank_line_is_left_open() -> None:
     parser = SSEParser()
-    parser.feed(b"data: [DONE]\n")
-    assert parser.close() == []
-    assert parser.has_partial
+    assert parser.feed(b"data: [DONE]\n") == []
+    assert left_open(parser) == [SSEEvent("[DONE]", None)]
 
 
-def test_clean_end_has_no_partial() -> None:
+def test_clean_end_leaves_nothing_open() -> None:
     parser = SSEParser()
-    parser.feed(b"data: a\n\n")
-    assert parser.close() == []
-    assert not parser.has_partial
+    assert parser.feed(b"data: a\n\n") == [SSEEvent("a", None)]
+    assert left_open(parser) == []
 
 
-def test_dispatch_partial_is_opt_in_leniency() -> None:
+def test_an_event_left_open_keeps_its_type_and_lines() -> None:
     parser = SSEParser()
     parser.feed(b"data: a\n\nevent: e\ndata: [DONE]\ndata: tail")
-    assert parser.close(dispatch_partial=True) == [SSEEvent("[DONE]\ntail", "e")]
-    assert parser.has_partial
-
-
-def test_feed_after_close_is_an_error_and_close_is_idempotent() -> None:
-    parser = SSEParser()
-    parser.close()
-    assert parser.close() == []
-    with pytest.raises(RuntimeError):
-        parser.feed(b"data: x\n\n")
+    assert left_open(parser) == [SSEEvent("[DONE]\ntail", "e")]
 
 
 # --- memory bound -------------------------------------------------------------------

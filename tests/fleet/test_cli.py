@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.run_fixtures import read_summary
 from zerohop.cli.simulate import simulate_command
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
-from zerohop.storage.summary_file import read_summary
 
 pytestmark = pytest.mark.unit
 

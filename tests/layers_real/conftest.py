@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from zerohop.testing.real_layers import find_nginx, find_vllm_router
+from tests.real_layers import find_nginx, find_vllm_router
 
 _THIS_DIR = Path(__file__).resolve().parent
 

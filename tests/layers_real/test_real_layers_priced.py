@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from tests.main_job.test_run_command import zerohop
-from zerohop.testing.real_layers import read_prometheus, start_nginx, start_vllm_router
+from tests.real_layers import read_prometheus, start_nginx, start_vllm_router
 
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
          "load: {kind: closed, users: 4}\n")

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from tests.main_job.test_run_command import zerohop
-from zerohop.testing.real_layers import start_vllm_router
+from tests.real_layers import start_vllm_router
 
 POLICIES = ("round_robin", "power_of_two", "cache_aware")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from zerohop.testing.real_layers import read_prometheus, start_vllm_router
+from tests.real_layers import read_prometheus, start_vllm_router
 
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
          "load: {kind: closed, users: 4}\n")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from tests.main_job.test_run_command import zerohop
-from zerohop.testing.real_layers import start_nginx
+from tests.real_layers import start_nginx
 
 ANSWERS = ("kind: short_query_flood\nname: answers\ninput_tokens: 32\nmax_tokens: 32\n"
            "load: {kind: closed, users: 2}\n")

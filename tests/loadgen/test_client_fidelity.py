@@ -181,4 +181,4 @@ def test_a_client_that_holds_its_loop_is_caught(tmp_path: Path) -> None:
     """The negative control: the same check, with the client's hub held for 2.5 token
     gaps in every 8."""
     errors = measure(tmp_path, 50, hog=True)
-    assert errors.worst_ms() > 1.0, errors
+    assert max(errors.ttft_p99_ms, errors.e2e_p99_ms, errors.itl_p99_ms) > 1.0, errors

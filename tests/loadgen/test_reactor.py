@@ -46,15 +46,22 @@ def test_pump_reads_between_slices_of_other_work_so_tokens_keep_their_own_stamps
     client, server = socket.socketpair()
     reactor = EpollReactor()
     ex = RawExchange(sent_ns=0)
+    found: list[int] = []  # the stamps the content detector said yes to
+
+    def first_data(ts: int, body: bytes) -> bool:
+        if b"data:" in body:
+            found.append(ts)
+        return bool(found)
+
     reader = ResponseReader(ex, Timeouts(ttft_s=5, stall_s=5, total_s=5), 0,
-                            first_content=lambda _ts, body: b"data:" in body)
+                            first_content=first_data)
     waiting = gevent.spawn(reactor.read, client, reader)
     gevent.sleep(0)  # the stream is registered; from here on this greenlet never yields
     server.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                    b"b\r\ndata: one\n\n\r\n")
     reactor.pump()
-    assert ex.first_content_ns is not None and not reader.awaiting_content
-    first_stamp = ex.first_content_ns
+    assert len(found) == 1 and not reader.awaiting_content
+    first_stamp = found[0]
     server.sendall(b"b\r\ndata: two\n\n\r\n")
     reactor.pump()
     server.sendall(b"0\r\n\r\n")
@@ -62,6 +69,7 @@ def test_pump_reads_between_slices_of_other_work_so_tokens_keep_their_own_stamps
     assert reader.done and ex.end == "complete"
     stamps = [ts for ts, _ in ex.reads]
     assert len(stamps) == 2 and stamps[0] == first_stamp < stamps[1]
+    assert found == [first_stamp]  # never asked again once content was seen
     waiting.join(timeout=1)
     assert waiting.dead
     server.close()

@@ -3,7 +3,7 @@
 The smoke plan keeps this to seconds. What the fake cannot show is checked here: the
 CUDA C kernels compile and behave (the gate releases and times out, the persistent
 kernel stops on its stop word, the ring's hashes match), copies verify byte for byte,
-and every figure lies in its plausible range (`zerohop.microbench.plausibility`: a
+and every figure lies in its plausible range (`tests/microbench/plausibility.py`: a
 µs/ms slip, swapped stream priorities or a copy far below the link fail). Under
 ZEROHOP_REQUIRE_GPU=1 (microbench/run_on_gpu.sh) a missing device fails, not skips.
 """
@@ -15,12 +15,12 @@ from types import ModuleType
 
 import pytest
 
+from tests.microbench.plausibility import plausibility_violations
 from zerohop.microbench.context import BenchContext, Deadline
 from zerohop.microbench.cuda_mem import StreamGate
 from zerohop.microbench.gpu_env import cuda_unavailable_reason, load_cupy
 from zerohop.microbench.kernels import STATE_STOPPED, Kernels
 from zerohop.microbench.plan import SMOKE
-from zerohop.microbench.plausibility import plausibility_violations
 from zerohop.microbench.progress import NullProgress
 from zerohop.microbench.ring import Payloads, RingSession
 from zerohop.microbench.runner import run_benchmarks

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from zerohop.microbench.plausibility import Violation, plausibility_violations
+from tests.microbench.plausibility import Violation, plausibility_violations
 from zerohop.microbench.schema import load_microbench
 
 pytestmark = pytest.mark.unit

@@ -12,13 +12,19 @@ import pytest
 
 from tests.analysis.certificate_fixtures import OPEN, figures
 from tests.run_fixtures import RunFactory
-from zerohop.analysis.client_certificate import Bounds, LoadFacts, certificate_document, judge
+from zerohop.analysis.client_certificate import (
+    CERTIFICATE_SCHEMA,
+    Bounds,
+    LoadFacts,
+    certificate_document,
+    judge,
+)
 from zerohop.analysis.run_analysis import analyse_run
 from zerohop.core.layout import SELFCHECK_FILE
 from zerohop.report.build import build_report
 from zerohop.report.present import report_page
 from zerohop.storage.run_reader import load_run
-from zerohop.storage.selfcheck_files import attach_certificate, read_certificate
+from zerohop.storage.selfcheck_files import attach_certificate
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +55,8 @@ def test_a_passing_certificate_is_an_ok_line_with_its_figures(
     line = next(c for c in checks(run_dir) if c["text"].startswith("client certificate"))
     assert line["status"] == "ok"
     assert line["text"].startswith("client certificate PASS: TTFT error p99 0.3 ms (bound 1 ms)")
-    assert read_certificate(run_dir / SELFCHECK_FILE)["verdict"]["result"] == "PASS"
+    attached = json.loads((run_dir / SELFCHECK_FILE).read_text(encoding="utf-8"))
+    assert attached["schema"] == CERTIFICATE_SCHEMA and attached["verdict"]["result"] == "PASS"
 
 
 def test_a_failing_certificate_warns_with_its_reasons_and_advice(

@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.run_fixtures import read_summary
 from tests.synthetic_runs import SyntheticRun, write_run
 from zerohop.analysis.quantiles import PERCENTILES
 from zerohop.analysis.summary_document import DISTRIBUTION_FIELDS, NAMED_KEYS
 from zerohop.core.metrics import SUMMARISED
-from zerohop.storage.summary_file import read_summary, write_summary
+from zerohop.storage.summary_file import write_summary
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from zerohop.testing.vllm_cpu import (
+from tests.vllm_cpu import (
     VllmServer,
     adapters_in,
     build_tiny_model,

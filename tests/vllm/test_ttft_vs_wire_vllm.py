@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.vllm_cpu import SERVED_MODEL_NAME, VllmServer
 from tests.wire_ttft import ProbeClient, measure_against_wire
-from zerohop.testing.vllm_cpu import SERVED_MODEL_NAME, VllmServer
 
 DURATION_S = 12
 RATE_RPS = 6

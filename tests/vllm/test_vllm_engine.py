@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from zerohop.testing.vllm_cpu import VllmServer
+from tests.vllm_cpu import VllmServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.integration]
 

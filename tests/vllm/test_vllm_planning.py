@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from tests.vllm_cpu import VllmServer
 from zerohop.cli import cli
 from zerohop.planning.calibrate import (
     CostParams,
@@ -31,7 +32,6 @@ from zerohop.planning.calibrate import (
 from zerohop.planning.capacity import find_knee
 from zerohop.planning.capacity import measure_points as measure_points_for_capacity
 from zerohop.planning.sweep import read_index
-from zerohop.testing.vllm_cpu import VllmServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.integration, pytest.mark.slow]
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tests.vllm_cpu import VllmServer
 from zerohop.analysis.run_analysis import analyse_run
 from zerohop.storage.run_reader import load_run
-from zerohop.testing.vllm_cpu import VllmServer
 
 WORKLOAD = Path(__file__).with_name("conversation.yaml")
 # A count, not a duration: about 7 % of this workload's turns are later turns, half or

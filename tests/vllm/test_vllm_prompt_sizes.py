@@ -21,15 +21,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zerohop.loadgen.prompt_sizing import probe_tokenize
-from zerohop.loadgen.tokenize_words import request_body
-from zerohop.testing.vllm_cpu import (
+from tests.vllm_cpu import (
     SERVED_MODEL_NAME,
     VllmServer,
     build_tiny_model,
     probe_env,
     start_vllm,
 )
+from zerohop.loadgen.prompt_sizing import probe_tokenize
+from zerohop.loadgen.tokenize_words import request_body
 
 WORKLOADS = """
 workloads:

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.vllm_cpu import VllmServer
 from zerohop.analysis.engine_phases import histogram_windows, phase_shares
 from zerohop.analysis.time_budget import time_budget
 from zerohop.storage.run_reader import load_run
-from zerohop.testing.vllm_cpu import VllmServer
 
 FLOOD = Path(__file__).with_name("vllm_flood.yaml")
 FAMILIES = {"queue": "vllm:request_queue_time_seconds",

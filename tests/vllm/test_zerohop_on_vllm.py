@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from zerohop.testing.vllm_cpu import VllmServer
+from tests.vllm_cpu import VllmServer
 
 WORKLOADS = Path(__file__).with_name("tiny_workloads.yaml")
 

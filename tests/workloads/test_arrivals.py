@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from zerohop.workloads.arrivals import (
     ArrivalSchedule,
-    InFlightLimiter,
     arrival_offsets,
     schedule_for_load,
     split_count,
@@ -187,17 +186,3 @@ def test_split_count_adds_up() -> None:
             assert sum(parts) == total and max(parts) - min(parts) <= 1
     with pytest.raises(ValueError, match="outside"):
         split_count(4, 2, 2)
-
-
-def test_in_flight_limiter_drops_and_counts() -> None:
-    limiter = InFlightLimiter(2)
-    assert limiter.try_start() and limiter.try_start()
-    assert not limiter.try_start() and not limiter.try_start()
-    limiter.finish()
-    assert limiter.try_start()
-    assert (limiter.started, limiter.dropped, limiter.in_flight) == (3, 2, 2)
-    assert limiter.peak_in_flight == 2
-    unlimited = InFlightLimiter(None)
-    assert all(unlimited.try_start() for _ in range(1000)) and unlimited.dropped == 0
-    with pytest.raises(RuntimeError):
-        InFlightLimiter(1).finish()

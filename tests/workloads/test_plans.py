@@ -204,11 +204,11 @@ def test_closed_loop_has_no_schedule_and_splits_users() -> None:
 
 def test_in_flight_cap_is_shared_across_workers() -> None:
     spec = _spec({**FLOOD, "load": {"kind": "open", "rate_rps": 5, "max_in_flight": 5}})
-    caps = [make_planner(spec, seed=0, worker_index=i, worker_count=2).in_flight_limiter()
+    caps = [make_planner(spec, seed=0, worker_index=i, worker_count=2).in_flight_cap()
             for i in range(2)]
-    assert [c.max_in_flight for c in caps] == [3, 2]
+    assert caps == [3, 2]
     uncapped = make_planner(_spec(OPEN_FLOOD), seed=0, worker_index=0, worker_count=2)
-    assert uncapped.in_flight_limiter().max_in_flight is None
+    assert uncapped.in_flight_cap() is None
 
 
 def test_bad_worker_position() -> None:

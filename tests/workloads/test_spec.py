@@ -281,11 +281,10 @@ def test_validated_specs_are_frozen() -> None:
         spec.weight = 3
 
 
-def test_lookup_by_name_and_class() -> None:
+def test_lookup_by_name() -> None:
     loaded = parse_workloads({"workloads": [_flood(), {"kind": "lora_mix", "name": "l",
                                                        "adapters": ["a"]}]})
     assert loaded.by_name("l").kind == "lora_mix"
-    assert [s.name for s in loaded.by_class_name("ShortQueryFlood")] == ["flood"]
     with pytest.raises(KeyError, match="have: flood, l"):
         loaded.by_name("nope")
 

@@ -25,7 +25,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from zerohop.testing.vllm_cpu import (
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # tests/vllm_cpu.py: the vLLM fixture's own code
+
+from tests.vllm_cpu import (  # noqa: E402
     adapters_in,
     build_tiny_model,
     default_model_dir,

@@ -17,7 +17,11 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from zerohop.testing.vllm_cpu import (
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # tests/vllm_cpu.py: the vLLM fixture's own code
+
+from tests.vllm_cpu import (  # noqa: E402
     VllmStartError,
     adapters_in,
     build_tiny_model,

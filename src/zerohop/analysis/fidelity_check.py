@@ -87,9 +87,6 @@ class TimingErrors:
     def itl_p99_ms(self) -> float:
         return self.itl.p99_ms
 
-    def worst_ms(self) -> float:
-        return max(self.ttft_p99_ms, self.e2e_p99_ms, self.itl_p99_ms)
-
 
 def joined_requests(
     client: pd.DataFrame, truth: pd.DataFrame, *, warmup_s: float = 0.0

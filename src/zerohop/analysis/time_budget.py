@@ -163,20 +163,25 @@ def _hop_part(requests: pd.DataFrame) -> _PerRequest | None:
 
 def _layer_ms(header: object) -> float:
     """`layer;dur=5.1, route;desc="r1"` → 5.1; NaN when absent."""
-    if not isinstance(header, str):
-        return math.nan
-    for entry in header.split(","):
-        name, *params = (p.strip() for p in entry.split(";"))
-        if name != "layer":
+    dur = server_timing_ms(header, "layer") if isinstance(header, str) else None
+    return math.nan if dur is None else dur
+
+
+def server_timing_ms(value: str | None, name: str) -> float | None:
+    """The `dur` of entry `name` in a Server-Timing header (W3C: `name;dur=ms;desc=...`,
+    entries comma-separated); None when absent or unreadable."""
+    for entry in (value or "").split(","):
+        parts = [p.strip() for p in entry.split(";")]
+        if parts[0] != name:
             continue
-        for param in params:
+        for param in parts[1:]:
             key, _, raw = param.partition("=")
             if key.strip().lower() == "dur":
                 try:
                     return float(raw.strip().strip('"'))
                 except ValueError:
-                    return math.nan
-    return math.nan
+                    return None
+    return None
 
 
 def _bands(latency: np.ndarray, rows: np.ndarray, metric: str,

@@ -72,7 +72,6 @@ class RawExchange:
     end_ns: int = 0
     end: str = END_EOF
     error: str | None = None
-    first_content_ns: int | None = None  # set by the early-content detector, if any
 
 
 def stream_request(
@@ -352,7 +351,6 @@ class ResponseReader:
             ex.reads.append((ts, payload))
             if self._awaiting_content and (
                     self._first_content is None or self._first_content(ts, payload)):
-                ex.first_content_ns = ts
                 self._awaiting_content = False
         if (self._decoder is not None and self._decoder.done) or self._content_left == 0:
             self._end(ts, END_COMPLETE)

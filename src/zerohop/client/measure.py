@@ -199,23 +199,6 @@ def retry_after_s(value: str | None, *, now: float | None = None) -> float | Non
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def server_timing_ms(value: str | None, name: str) -> float | None:
-    """The `dur` of entry `name` in a Server-Timing header (W3C: `name;dur=ms;desc=...`,
-    entries comma-separated); None when absent or unreadable."""
-    for entry in (value or "").split(","):
-        parts = [p.strip() for p in entry.split(";")]
-        if parts[0] != name:
-            continue
-        for param in parts[1:]:
-            key, _, raw = param.partition("=")
-            if key.strip().lower() == "dur":
-                try:
-                    return float(raw.strip().strip('"'))
-                except ValueError:
-                    return None
-    return None
-
-
 def _decode(ex: RawExchange, scan: StreamDecode, pause: Callable[[], None] | None
             ) -> _Decoded:
     """Feed `scan` the reads the hot path did not (those after the first content)."""

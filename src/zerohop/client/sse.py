@@ -5,10 +5,11 @@ The transports keep the raw bytes of a stream together with the time each read a
 must give the same events however the bytes were split into reads, and it must be cheap.
 It follows the WHATWG "event stream interpretation" rules: LF, CRLF and lone CR end a
 line; a blank line dispatches the event; `:` lines are comments; an event without data
-lines is not dispatched; an unterminated event at end of stream is dropped. It works on
-bytes (a CR or LF byte never occurs inside a multi-byte UTF-8 sequence, so splitting
-before decoding is safe) and decodes each field once, with replacement characters for
-invalid UTF-8, so garbage input never raises.
+lines is not dispatched; an unterminated event at end of stream is never dispatched (the
+API's terminator event, not the last bytes, says a stream ended). It works on bytes (a CR
+or LF byte never occurs inside a multi-byte UTF-8 sequence, so splitting before decoding
+is safe) and decodes each field once, with replacement characters for invalid UTF-8, so
+garbage input never raises.
 """
 
 from __future__ import annotations
@@ -38,14 +39,12 @@ class SSEOverflow(ValueError):
 
 
 class SSEParser:
-    """Incremental SSE parser: `feed` raw chunks as they were read, `close` at the end.
+    """Incremental SSE parser: `feed` raw chunks as they were read.
 
     Events completed by a chunk are returned by that `feed` call, in stream order.
     """
 
     __slots__ = (
-        "_bytes_fed",
-        "_closed",
         "_data_bytes",
         "_data_lines",
         "_data_lines_counted",
@@ -54,8 +53,6 @@ class SSEParser:
         "_last_id",
         "_max_event_bytes",
         "_pending",
-        "_retry_ms",
-        "_saw_partial",
         "_skip_lf",
         "_started",
     )
@@ -64,7 +61,6 @@ class SSEParser:
         if max_event_bytes < 1:
             raise ValueError(f"max_event_bytes must be >= 1, got {max_event_bytes}")
         self._max_event_bytes = max_event_bytes
-        self._bytes_fed = 0
         self._started = False  # past the optional leading byte-order mark
         self._head = b""  # first bytes held back while they may still be a BOM
         self._pending = bytearray()  # the current line, not yet terminated
@@ -74,16 +70,10 @@ class SSEParser:
         self._data_lines_counted = 0
         self._event_type: bytes | None = None
         self._last_id: str | None = None
-        self._retry_ms: int | None = None
-        self._saw_partial = False
-        self._closed = False
 
     # --- public API -------------------------------------------------------------------
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Consume one read's bytes; return the events this chunk completed."""
-        if self._closed:
-            raise RuntimeError("feed() after close()")
-        self._bytes_fed += len(chunk)
         if not self._started:
             chunk = self._strip_bom(chunk)
         if not chunk:
@@ -118,48 +108,6 @@ class SSEParser:
         if pending or self._data_lines:
             self._check_size()
         return events
-
-    def close(self, *, dispatch_partial: bool = False) -> list[SSEEvent]:
-        """End of stream. Per the spec an event missing its closing blank line is
-        dropped (`has_partial` then says so); `dispatch_partial=True` dispatches it
-        instead, for callers that choose to be lenient with a truncated stream."""
-        if self._closed:
-            return []
-        self._closed = True
-        if not self._started and self._head:
-            self._pending += self._head  # a lone prefix of a BOM: bytes, not a BOM
-            self._head = b""
-        self._saw_partial = bool(self._pending) or bool(self._data_lines)
-        if not dispatch_partial:
-            return []
-        lines: list[bytes] = []
-        if self._pending:
-            lines.append(bytes(self._pending))
-        lines.append(b"")
-        self._pending = bytearray()
-        return self._process_lines(lines)
-
-    @property
-    def bytes_fed(self) -> int:
-        """Total bytes given to `feed`, including any that did not make an event."""
-        return self._bytes_fed
-
-    @property
-    def has_partial(self) -> bool:
-        """After `close`: the stream ended inside an event (an unterminated line or data
-        lines without the blank line that dispatches them). Before: the same, so far."""
-        if self._closed:
-            return self._saw_partial
-        return bool(self._pending) or bool(self._data_lines) or bool(self._head)
-
-    @property
-    def last_event_id(self) -> str | None:
-        return self._last_id
-
-    @property
-    def retry_ms(self) -> int | None:
-        """The latest valid `retry:` field (reconnection time in ms), if any."""
-        return self._retry_ms
 
     # --- helpers ----------------------------------------------------------------------
     def _strip_bom(self, chunk: bytes) -> bytes:
@@ -200,13 +148,9 @@ class SSEParser:
             self._data_lines.append(value)
         elif name == b"event":
             self._event_type = bytes(value)
-        elif name == b"id":
-            if b"\x00" not in value:
-                self._last_id = value.decode("utf-8", "replace")
-        elif name == b"retry" and value.isdigit():
-            # bytes.isdigit() is ASCII-only, as the spec requires
-            self._retry_ms = int(value)
-        # any other field name is ignored (spec)
+        elif name == b"id" and b"\x00" not in value:
+            self._last_id = value.decode("utf-8", "replace")
+        # any other field name is ignored (spec); so is `retry`: zerohop never reconnects
 
     def _dispatch(self) -> SSEEvent:
         data_lines = self._data_lines

@@ -66,8 +66,7 @@ def _dispatch(environment: Any, user_class: type) -> None:
     client = binding.new_client(environment)
     executor = new_policy_executor(environment, client, binding,
                                    (binding.spec.name, "dispatcher"))
-    cap = getattr(binding.spec.load, "max_in_flight", None)
-    cap_here = None if cap is None else max(1, cap // max(1, _worker_count(environment)))
+    cap_here = binding.planner.in_flight_cap()  # this process's share of max_in_flight
     budget = request_budget(environment)
     slots = concurrency_cap(environment)
     requests = Group()
@@ -122,8 +121,3 @@ def _counted(budget: Any, executor: Any, client: Any, spec: Any) -> None:
         run_logical_request(executor, client, spec)
     finally:
         budget.finish()
-
-
-def _worker_count(environment: Any) -> int:
-    opts = getattr(environment, "parsed_options", None)
-    return int(getattr(opts, "zh_worker_count", 0) or 1)

@@ -13,7 +13,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from zerohop.analysis.client_certificate import CERTIFICATE_SCHEMA
 from zerohop.analysis.run_data import ReportInputError
 from zerohop.core.layout import REQUESTS_FILE, SELFCHECK_FILE
 from zerohop.storage.jsonl import without_nan
@@ -62,17 +61,6 @@ def write_certificate(folder: Path, document: dict[str, Any]) -> Path:
                    encoding="utf-8")
     os.replace(tmp, path)
     return path
-
-
-def read_certificate(path: Path) -> dict[str, Any]:
-    """A selfcheck.json, checked to be one."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportInputError(f"unreadable certificate {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != CERTIFICATE_SCHEMA:
-        raise ReportInputError(f"{path} is not a {CERTIFICATE_SCHEMA} document")
-    return data
 
 
 def attach_certificate(run_dir: Path, document: dict[str, Any]) -> None:

@@ -42,11 +42,3 @@ def write_document(run_dir: Path, document: dict[str, Any]) -> Path:
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, out)
     return out
-
-
-def read_summary(run_dir: Path) -> dict[str, Any]:
-    """summary.json as written (for tests and tools that read it back)."""
-    data = json.loads((Path(run_dir) / SUMMARY_FILE).read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError(f"malformed {SUMMARY_FILE} in {run_dir}: top level is not an object")
-    return data

@@ -91,9 +91,6 @@ class GapTracker:
         start, reason = opened
         return [self._row(start, reason, scope, max(0.0, ts - start))]
 
-    def is_open(self, scope: Mapping[str, object] | None = None) -> bool:
-        return labels_json(scope) in self._open
-
     def close_all(self, ts: float) -> list[Sample]:
         rows = []
         for key, (start, reason) in list(self._open.items()):

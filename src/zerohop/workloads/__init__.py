@@ -22,7 +22,7 @@ order data flows through them:
   tokenizer.json (`--tokenizer`) and its word table.
 * `shapes` / `arrivals`: rate curves (ramp, step, spike, piecewise) and arrival processes
   (poisson, gamma with CV, constant) by time rescaling; `worker_share` splits one shared
-  schedule across workers; `InFlightLimiter` drops and counts arrivals over a cap.
+  schedule across workers (`WorkerLoadShare.in_flight_cap`: a worker's share of a cap).
 * `traces`: `read_trace(path, format) -> list[TraceRequest]` for Azure CSV, Mooncake
   JSONL and ShareGPT JSON; `replay_window(..., speed=...)`.
 * `conversation_sources`: the turn lengths of ShareGPT conversations and of the sessions

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -29,7 +29,6 @@ from zerohop.workloads.shapes import PiecewiseLinearRate, constant_rate, rate_sh
 __all__ = [
     "ArrivalKind",
     "ArrivalSchedule",
-    "InFlightLimiter",
     "arrival_offsets",
     "check_worker",
     "schedule_for_load",
@@ -146,35 +145,3 @@ def check_worker(worker_index: int, worker_count: int) -> None:
     """Refuse a worker index outside 0..worker_count-1."""
     if worker_count < 1 or not 0 <= worker_index < worker_count:
         raise ValueError(f"worker_index {worker_index} outside 0..{worker_count - 1}")
-
-
-@dataclass
-class InFlightLimiter:
-    """The `max_in_flight` cap of an open load: an arrival that finds the cap reached is
-    dropped (never queued: queueing would hide the overload) and counted."""
-
-    max_in_flight: int | None
-    in_flight: int = 0
-    started: int = 0
-    dropped: int = 0
-    _peak: int = field(default=0, repr=False)
-
-    def try_start(self) -> bool:
-        """Call at each due arrival; False means drop it (already counted)."""
-        if self.max_in_flight is not None and self.in_flight >= self.max_in_flight:
-            self.dropped += 1
-            return False
-        self.in_flight += 1
-        self.started += 1
-        self._peak = max(self._peak, self.in_flight)
-        return True
-
-    def finish(self) -> None:
-        """Call when a started request ends, whatever its outcome."""
-        if self.in_flight <= 0:
-            raise RuntimeError("finish() without a matching try_start()")
-        self.in_flight -= 1
-
-    @property
-    def peak_in_flight(self) -> int:
-        return self._peak

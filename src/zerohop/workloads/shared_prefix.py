@@ -94,10 +94,6 @@ class SharedPrefixPlanner(Planner):
         """The length in tokens of the pool's prompt `index`."""
         return self._pool_sizer.lengths[index]
 
-    def prefix_text(self, index: int) -> str:
-        """The pool's prompt `index`, as shared mode sends it."""
-        return " ".join(self._prefix_words(index))
-
     def _prefix_words(self, index: int) -> list[str]:
         words = self._prefix_texts.get(index)
         if words is None:

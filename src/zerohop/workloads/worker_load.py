@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from zerohop.core.apis import DEFAULT_API, ApiName
-from zerohop.workloads.arrivals import InFlightLimiter, check_worker, split_count
+from zerohop.workloads.arrivals import check_worker, split_count
 from zerohop.workloads.load_spec import ClosedLoad
 from zerohop.workloads.prompts import PromptBuilder, TokenCalibration, default_calibration
 
@@ -84,13 +84,13 @@ class WorkerLoadShare:
             return 0
         return split_count(load.users, self.worker_index, self.worker_count)
 
-    def in_flight_limiter(self) -> InFlightLimiter:
+    def in_flight_cap(self) -> int | None:
         """This worker's share of the `max_in_flight` cap on live requests or sessions
-        (no cap: unlimited)."""
+        (None: no cap); the workers' shares add up to the cap, each at least 1."""
         cap = getattr(self.spec.load, "max_in_flight", None)
         if cap is None:
-            return InFlightLimiter(None)
-        return InFlightLimiter(max(1, split_count(cap, self.worker_index, self.worker_count)))
+            return None
+        return max(1, split_count(cap, self.worker_index, self.worker_count))
 
     def think_time_s(self) -> float:
         """Closed loop: a user's pause after a response (or session) ends before the next."""

@@ -103,9 +103,5 @@ class WorkloadFile(StrictModel):
                 return spec
         raise KeyError(f"no workload named '{name}' (have: {', '.join(self.names())})")
 
-    def by_class_name(self, class_name: str) -> list[Any]:
-        """The workloads a Locust user class (e.g. `LoRAMix`) runs, in file order."""
-        return [s for s in self.workloads if KIND_CLASS_NAMES[s.kind] == class_name]
-
     def names(self) -> list[str]:
         return [spec.name for spec in self.workloads]

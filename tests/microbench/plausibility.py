@@ -5,13 +5,15 @@ that never crossed the link. A figure outside its range here is such a bug, not 
 machine: each range is about an order of magnitude wide on either side of the committed
 H200 reference (microbench/reference/nvidia-h200.json, quoted as "ref"), so any
 datacenter GPU on PCIe fits and a factor-1000 unit slip does not; copies are bounded by
-the link NVML reports (pcie_limit.py), below by half of it (the H200 moves 87 %) and
-above by the link itself, which no copy can beat. Orderings that hold on every GPU are
-checked too: the high-priority stream well ahead of the low one, the ring ahead of
-launch + sync. Every check reads the median (p50).
+the link NVML reports (zerohop.microbench.pcie_limit), below by half of it (the H200
+moves 87 %) and above by the link itself, which no copy can beat. Orderings that hold on
+every GPU are checked too: the high-priority stream well ahead of the low one, the ring
+ahead of launch + sync. Every check reads the median (p50).
 
 `plausibility_violations(result)` takes a `microbench.json` document (or the parsed
-model) and lists what is out of range; the real-GPU tests assert the list is empty.
+model) and lists what is out of range; the real-GPU tests and the pytest-benchmark entry
+points (microbench/conftest.py) assert the list is empty. A test oracle for the
+benchmarks' own code (the product calls none of it), so it lives in tests/.
 """
 
 from __future__ import annotations
@@ -166,7 +168,7 @@ def _check_ranges(result: MicrobenchResult, link_gbps: float | None) -> list[Vio
             rng = range_for(bench_name, metric)
             if rng is None:
                 found.append(Violation(figure, stat.p50, stat.unit,
-                                       "a plausible range in zerohop.microbench.plausibility"))
+                                       "a plausible range in tests.microbench.plausibility"))
             else:
                 found.extend(_check_stat(figure, stat, rng, link_gbps))
         if bench.status == "ok":

@@ -1,10 +1,11 @@
 """Start and stop the real layers users deploy — vllm-router and nginx — in front of
 engine replicas, so zerohop can price them (docs/layers.md).
 
-Why here and pytest-free: the same code backs the layers tier's fixtures
-(tests/layers_real), the benches and anyone reproducing a figure by hand. Each layer
-runs as its own process on a loopback port chosen free, its log in a work folder;
-`stop()` ends that process only (by its own pid). Importing this module starts nothing.
+Why in tests/ and pytest-free: zerohop prices a layer the user starts; only the layers
+tier's fixtures (tests/layers_real), the benches and anyone reproducing a figure by hand
+start one, and they share this code. Each layer runs as its own process on a loopback
+port chosen free, its log in a work folder; `stop()` ends that process only (by its own
+pid). Importing this module starts nothing.
 
     with start_vllm_router([url0, url1], "round_robin", workdir) as router:
         ...  # router.url, router.metrics_url, router.pid

@@ -4,11 +4,13 @@ Why: zerohop's end-to-end tier needs a real continuous-batching engine (queueing
 cache, streaming, multi-LoRA, the real /metrics names), not only the embedded target.
 vLLM lives in its own venv (tools/vllm_cpu/setup_env.sh): it pins torch, transformers
 and much more, so this module is stdlib-only and drives that venv's python through
-subprocesses. Nothing here imports vllm.
+subprocesses. Nothing here imports vllm. It lives in tests/, pytest-free: the vllm tier's
+fixtures, the benches and tools/vllm_cpu/serve.py share it, and it drives the checkout's
+tools/vllm_cpu scripts, so no wheel ships it.
 
 Typical use (what tests/vllm/conftest.py does):
 
-    env = find_or_setup_env(setup=False)
+    env = probe_env(setup=False).env
     model_dir = build_tiny_model(env, default_model_dir())
     with start_vllm(env, model_dir, lora_adapters=adapters_in(model_dir)) as server:
         ...  # server.url, server.model_name, server.adapter_names
@@ -64,15 +66,9 @@ class VllmStartError(RuntimeError):
     """vLLM died or never became healthy; the message carries its log tail."""
 
 
-def find_or_setup_env(*, setup: bool = True) -> VllmCpuEnv | None:
-    """The ready venv, setting it up first when `setup` (minutes, ~3.5 GB); else None.
-
-    Use `probe_env` when the reason for a None matters (a skip message, say).
-    """
-    return probe_env(setup=setup).env
-
-
 def probe_env(*, setup: bool = True, venv: Path | None = None) -> EnvProbe:
+    """The ready venv, set up first when `setup` (minutes, ~3.5 GB), or why there is none
+    (`reason`, for a skip message)."""
     venv_dir = venv if venv is not None else default_venv_dir()
     found = _ready_env(venv_dir)
     if found is not None:
@@ -125,8 +121,8 @@ def default_model_dir() -> Path:
 
 
 def tools_dir() -> Path:
-    """tools/vllm_cpu of the checkout this module runs from (an editable install)."""
-    return Path(__file__).resolve().parents[3] / "tools" / "vllm_cpu"
+    """tools/vllm_cpu of this checkout: this module lives in its tests/, never in a wheel."""
+    return Path(__file__).resolve().parents[1] / "tools" / "vllm_cpu"
 
 
 def build_tiny_model(env: VllmCpuEnv, out_dir: Path, *, vocab_size: int | None = None) -> Path:
