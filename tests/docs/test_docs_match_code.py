@@ -1,0 +1,123 @@
+"""docs/architecture.md and docs/design.md are checked against the code, as
+workloads/README.md is against its generator (tests/workloads/test_spec.py): every module
+path, every name after a module, every class or constant name, the results folder's
+files and the figures below. A module moved or renamed fails here, one line per stale
+reference, naming the doc and what it cites."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.docs.doc_references import (
+    REPO,
+    broken_references,
+    constants_of,
+    results_section_problems,
+)
+
+DOCS = ("docs/architecture.md", "docs/design.md")
+
+# (doc, what it says, the module, the constant, the value the saying means)
+FIGURES: tuple[tuple[str, str, str, str, object], ...] = (
+    ("docs/architecture.md", "flushed by the next record after half a second (`FLUSH_INTERVAL_S`)",
+     "storage/run_folder", "FLUSH_INTERVAL_S", 0.5),
+    ("docs/architecture.md", "by a flush every second (`SEND_INTERVAL_S` in `loadgen/runtime.py`)",
+     "loadgen/runtime", "SEND_INTERVAL_S", 1.0),
+    ("docs/design.md", "ships its records to the master every second",
+     "loadgen/runtime", "SEND_INTERVAL_S", 1.0),
+    ("docs/design.md", "parses only the newest 200 lines of each sink per refresh",
+     "runner/progress", "TTFT_SAMPLE_LINES", 200),
+    ("docs/design.md", "past 50 ms (`RESYNC_NS`)", "sim/engine", "RESYNC_NS", 50_000_000),
+    ("docs/design.md", "between 20 µs and `timer_spin_us`", "sim/step_timer", "MIN_LEAD_NS",
+     20_000),
+    ("docs/design.md", "resolved once per 30 s", "client/http_stream", "RESOLVE_TTL_S", 30.0),
+    ("docs/design.md", "p50 = ranks 40–60 %, p90 = 85–95 %, p99 = the top 2 %",
+     "analysis/time_budget", "BANDS", (("p50", 0.40, 0.60), ("p90", 0.85, 0.95),
+                                       ("p99", 0.98, 1.0))),
+    ("docs/design.md", "a band needs 3 requests", "analysis/time_budget", "MIN_BAND_REQUESTS", 3),
+)
+
+
+def _text(doc: str) -> str:
+    return (REPO / doc).read_text(encoding="utf-8")
+
+
+def figure_problems(figures: tuple[tuple[str, str, str, str, object], ...],
+                    texts: dict[str, str]) -> list[str]:
+    """One line per figure the doc no longer says, or says but the code no longer has."""
+    problems = []
+    for doc, saying, module, name, value in figures:
+        if saying not in " ".join(texts[doc].split()):
+            problems.append(f"{doc}: no longer says {saying!r} (the figure of {module}.{name})")
+            continue
+        actual = constants_of(tuple(module.split("/"))).get(name)
+        if actual != value:
+            problems.append(f"{doc}: says {saying!r} but {module}.{name} is {actual!r}")
+    return problems
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_reference_of_the_doc_is_in_the_code(doc: str) -> None:
+    problems = broken_references(_text(doc), doc)
+    assert not problems, "\n" + "\n".join(problems)
+
+
+@pytest.mark.unit
+def test_the_results_folder_section_names_every_file_of_the_layout() -> None:
+    problems = results_section_problems(_text("docs/design.md"), "docs/design.md")
+    assert not problems, "\n" + "\n".join(problems)
+
+
+@pytest.mark.unit
+def test_the_docs_figures_are_the_codes_constants() -> None:
+    problems = figure_problems(FIGURES, {doc: _text(doc) for doc in DOCS})
+    assert not problems, "\n" + "\n".join(problems)
+
+
+STALE_DOC = """\
+The reader is `storage/run_reader.load_run` (in storage/run_reader.py); records
+are `core/records.RequestRecord`, decoded by `measure.StreamDecode`.
+Moved: zerohop/client/gone.py, `client/measure.build_recrd`, `analysis.gone.thing`,
+`StreamDecodr`, `LagRecorder.add_writen`, `FLUSH_INTERVAL_MS`, `request.parquet`,
+tests/client/test_gone.py and `src/zerohop/olddir/`.
+Not code: `response.completed`, `usage.prompt_tokens`, `zerohop run --requests N`.
+"""
+
+
+@pytest.mark.unit
+def test_a_stale_doc_is_reported_one_line_per_broken_reference() -> None:
+    assert broken_references(STALE_DOC, "stale.md") == [
+        "stale.md: `zerohop/client/gone.py`: no such file",
+        "stale.md: `tests/client/test_gone.py`: no such file",
+        "stale.md: `client/measure.build_recrd`: client/measure defines no build_recrd",
+        "stale.md: `analysis.gone.thing`: analysis defines no gone",
+        "stale.md: `StreamDecodr`: defined nowhere in src/zerohop",
+        "stale.md: `LagRecorder.add_writen`: class LagRecorder has no add_writen",
+        "stale.md: `FLUSH_INTERVAL_MS`: defined nowhere in src/zerohop",
+        "stale.md: `request.parquet`: not a file of the results folder",
+        "stale.md: `src/zerohop/olddir/`: no such path",
+    ]
+
+
+@pytest.mark.unit
+def test_a_results_section_that_leaves_out_a_file_or_names_a_stray_one_is_reported() -> None:
+    doc = ("## The results folder\n`manifest.json`, `records/*.jsonl`, `requests.parquet`,"
+           " `telemetry/*.jsonl`, `telemetry.parquet`, `microbench.json`, `locust.log`,"
+           " `report.html`, `summary.json`, `selfcheck.json`, `stray.json`\n## Next\n"
+           "`ground_truth.jsonl`\n")
+    assert results_section_problems(doc, "d.md") == [
+        "d.md: results folder: `stray.json` is not in core/layout.py",
+        "d.md: results folder: leaves out `ground_truth.jsonl` (core/layout.py)",
+    ]
+
+
+@pytest.mark.unit
+def test_a_figure_the_code_changed_or_the_doc_dropped_is_reported() -> None:
+    figures = (("a.md", "every half second", "storage/run_folder", "FLUSH_INTERVAL_S", 2.0),
+               ("a.md", "every 9 seconds", "storage/run_folder", "FLUSH_INTERVAL_S", 9.0))
+    assert figure_problems(figures, {"a.md": "flushed every half\nsecond"}) == [
+        "a.md: says 'every half second' but storage/run_folder.FLUSH_INTERVAL_S is 0.5",
+        "a.md: no longer says 'every 9 seconds'"
+        " (the figure of storage/run_folder.FLUSH_INTERVAL_S)",
+    ]
