@@ -66,6 +66,10 @@ def _token_problem(token: str) -> str | None:
     if token.endswith("/") or token.startswith(TOP_FOLDERS):
         return None if _path_exists(token) else "no such path"
     if "/" in token:
+        if _path_exists(token):
+            return None  # `report_templates/report.html.j2`
+        if (REPO / token.split("/")[0]).is_dir() and not (SRC / token.split("/")[0]).is_dir():
+            return "no such path"
         *folders, last = token.split("/")
         module, _, names = last.partition(".")
         parts = [*folders, module]

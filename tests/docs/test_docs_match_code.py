@@ -35,6 +35,20 @@ FIGURES: tuple[tuple[str, str, str, str, object], ...] = (
      "analysis/time_budget", "BANDS", (("p50", 0.40, 0.60), ("p90", 0.85, 0.95),
                                        ("p99", 0.98, 1.0))),
     ("docs/design.md", "a band needs 3 requests", "analysis/time_budget", "MIN_BAND_REQUESTS", 3),
+    ("docs/design.md", "a full stop every 12", "workloads/prompts", "WORDS_PER_SENTENCE", 12),
+    ("docs/design.md", "misses the asked size by more than 3 %", "analysis/token_counts",
+     "INPUT_ERROR_FLAG_PCT", 3.0),
+    ("docs/design.md", "| `tokenize` | the target's", "loadgen/prompt_sizing",
+     "SIZED_BY_TOKENIZE", "tokenize"),
+    ("docs/design.md", "| `tokenizer` | `--tokenizer PATH`", "loadgen/prompt_sizing",
+     "SIZED_BY_TOKENIZER", "tokenizer"),
+    ("docs/design.md", "| `usage` | the `usage.prompt_tokens`", "loadgen/prompt_sizing",
+     "SIZED_BY_USAGE", "usage"),
+    ("docs/design.md", "| `estimate` | the embedded target's", "loadgen/prompt_sizing",
+     "SIZED_BY_ESTIMATE", "estimate"),
+    ("docs/design.md", "SCHED_FIFO (priority 10", "sim/cli", "REALTIME_PRIORITY", 10),
+    ("docs/design.md", "in the manifest (`load_stopped_ts`", "core/layout", "LOAD_STOPPED_KEY",
+     "load_stopped_ts"),
 )
 
 
@@ -80,7 +94,7 @@ The reader is `storage/run_reader.load_run` (in storage/run_reader.py); records
 are `core/records.RequestRecord`, decoded by `measure.StreamDecode`.
 Moved: zerohop/client/gone.py, `client/measure.build_recrd`, `analysis.gone.thing`,
 `StreamDecodr`, `LagRecorder.add_writen`, `FLUSH_INTERVAL_MS`, `request.parquet`,
-tests/client/test_gone.py and `src/zerohop/olddir/`.
+tests/client/test_gone.py, `src/zerohop/olddir/`, `report_templates/gone.html.j2`.
 Not code: `response.completed`, `usage.prompt_tokens`, `zerohop run --requests N`.
 """
 
@@ -97,6 +111,7 @@ def test_a_stale_doc_is_reported_one_line_per_broken_reference() -> None:
         "stale.md: `FLUSH_INTERVAL_MS`: defined nowhere in src/zerohop",
         "stale.md: `request.parquet`: not a file of the results folder",
         "stale.md: `src/zerohop/olddir/`: no such path",
+        "stale.md: `report_templates/gone.html.j2`: no such path",
     ]
 
 
