@@ -49,6 +49,7 @@ FIGURES: tuple[tuple[str, str, str, str, object], ...] = (
     ("docs/design.md", "SCHED_FIFO (priority 10", "sim/cli", "REALTIME_PRIORITY", 10),
     ("docs/design.md", "in the manifest (`load_stopped_ts`", "core/layout", "LOAD_STOPPED_KEY",
      "load_stopped_ts"),
+    ("docs/design.md", "LoRA mixes are refused (exit 2)", "core/exit_codes", "EXIT_BAD_INPUT", 2),
 )
 
 
