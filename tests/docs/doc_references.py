@@ -6,8 +6,8 @@ A doc's references are of four kinds, each found by a plain pattern:
   `tests/`, `loadtests/`, `src/`, `.ci/` or `tools/`;
 - names after a module: `client/measure.build_record`, `sim.engine.Engine`,
   `measure.StreamDecode` (a module's own file name), `LagRecorder.add_written` (a class's
-  member); a dotted word that resolves to no zerohop module or class is not code
-  (`response.completed`, `usage.prompt_tokens`) and is left alone;
+  member); the standard library's names and data quoted as dotted words (`DATA_WORDS`:
+  `response.completed`, `usage.prompt_tokens`) are left alone, any other is reported;
 - bare names in backticks that only code has: `ClassName`, `CONSTANT_NAME`;
 - the results folder's file names (`requests.parquet`), against `core/layout.py`.
 Names are looked up with `ast`, never by importing the product. Every problem is one line.
@@ -16,9 +16,11 @@ Names are looked up with `ast`, never by importing the product. Every problem is
 from __future__ import annotations
 
 import ast
+import builtins
 import fnmatch
 import functools
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -31,9 +33,11 @@ PY_FOLDERS = ("src", "tests", "loadtests", "microbench", "tools")
 TOP_FOLDERS = ("tests/", "loadtests/", "src/", ".ci/", "tools/")
 RESULT_SUFFIXES = (".parquet", ".jsonl", ".json", ".html", ".log")
 
-# dotted words the docs quote that read like a module's name but are data, not code
-NOT_CODE = frozenset({
-    "config.run_time",  # the manifest's copy of Locust's --run-time, not sim/config.py
+# the first words of dotted names the docs quote that are data, not code: manifest keys
+# (`load.duration_s`, `config.run_time`: Locust's, not sim/config.py) and API fields
+DATA_WORDS = frozenset({
+    "load", "config", "counters", "usage", "response", "output_item",
+    "completion_tokens_details", "input_tokens_details", "output_tokens_details",
 })
 # file names the docs quote that are not in a results folder
 NOT_RESULTS = frozenset({"tokenizer.json"})
@@ -59,10 +63,11 @@ def broken_references(text: str, doc: str) -> list[str]:
 
 
 def _token_problem(token: str) -> str | None:
-    if not token or " " in token or token in NOT_CODE or token.endswith(".py"):
+    if not token or " " in token or token.endswith(".py"):
         return None  # a command, data, or a path PY_PATH already checked
-    if token.endswith(RESULT_SUFFIXES) and "/" not in token and token not in NOT_RESULTS:
-        return None if token in layout_files() else "not a file of the results folder"
+    if token.endswith(RESULT_SUFFIXES) and "/" not in token:
+        known = token in layout_files() or token in NOT_RESULTS
+        return None if known else "not a file of the results folder"
     if token.endswith("/") or token.startswith(TOP_FOLDERS):
         return None if _path_exists(token) else "no such path"
     if "/" in token:
@@ -79,6 +84,8 @@ def _token_problem(token: str) -> str | None:
             return "no such module"
         return _names_problem(parts, names.split(".") if names else [])
     if "." in token:
+        if _path_exists(token):
+            return None  # `pyproject.toml`
         return _dotted_problem(token.removeprefix("zerohop.").split("."))
     if CLASS_NAME.fullmatch(token) or CONSTANT.fullmatch(token):
         return None if token in defined_anywhere() else "defined nowhere in src/zerohop"
@@ -86,7 +93,7 @@ def _token_problem(token: str) -> str | None:
 
 
 def _dotted_problem(parts: list[str]) -> str | None:
-    if not all(IDENT.fullmatch(p) for p in parts):
+    if not all(IDENT.fullmatch(p) for p in parts) or parts[0] in DATA_WORDS:
         return None
     for cut in range(len(parts), 0, -1):  # the longest prefix that is a module
         if _module_file(parts[:cut]) is not None:
@@ -101,7 +108,9 @@ def _dotted_problem(parts: list[str]) -> str | None:
         if any(parts[1] in all_modules()[m].classes[parts[0]] for m in owners):
             return None
         return f"class {parts[0]} has no {parts[1]}"
-    return None  # a data key or a wire field, not code
+    if parts[0] in sys.stdlib_module_names or hasattr(builtins, parts[0]):
+        return None  # `time.perf_counter_ns`, `bytes.join`
+    return f"{parts[0]} is no module or class of src/zerohop"
 
 
 def _names_problem(module: list[str] | tuple[str, ...], names: list[str]) -> str | None:

@@ -94,9 +94,11 @@ STALE_DOC = """\
 The reader is `storage/run_reader.load_run` (in storage/run_reader.py); records
 are `core/records.RequestRecord`, decoded by `measure.StreamDecode`.
 Moved: zerohop/client/gone.py, `client/measure.build_recrd`, `analysis.gone.thing`,
-`StreamDecodr`, `LagRecorder.add_writen`, `FLUSH_INTERVAL_MS`, `request.parquet`,
+`StreamDecodr`, `LagRecorder.add_writen`, `http_strem.stamped_recv`, `FLUSH_INTERVAL_MS`,
+`request.parquet`,
 tests/client/test_gone.py, `src/zerohop/olddir/`, `report_templates/gone.html.j2`.
-Not code: `response.completed`, `usage.prompt_tokens`, `zerohop run --requests N`.
+Not code: `response.completed`, `usage.prompt_tokens`, `time.perf_counter_ns`,
+`config.run_time`, `zerohop run --requests N`.
 """
 
 
@@ -109,6 +111,7 @@ def test_a_stale_doc_is_reported_one_line_per_broken_reference() -> None:
         "stale.md: `analysis.gone.thing`: analysis defines no gone",
         "stale.md: `StreamDecodr`: defined nowhere in src/zerohop",
         "stale.md: `LagRecorder.add_writen`: class LagRecorder has no add_writen",
+        "stale.md: `http_strem.stamped_recv`: http_strem is no module or class of src/zerohop",
         "stale.md: `FLUSH_INTERVAL_MS`: defined nowhere in src/zerohop",
         "stale.md: `request.parquet`: not a file of the results folder",
         "stale.md: `src/zerohop/olddir/`: no such path",
