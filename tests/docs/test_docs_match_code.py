@@ -35,6 +35,8 @@ FIGURES: tuple[tuple[str, str, str, str, object], ...] = (
      "analysis/time_budget", "BANDS", (("p50", 0.40, 0.60), ("p90", 0.85, 0.95),
                                        ("p99", 0.98, 1.0))),
     ("docs/design.md", "a band needs 3 requests", "analysis/time_budget", "MIN_BAND_REQUESTS", 3),
+    ("docs/design.md", "| `loadgen_loop_lag_ms` (stat=mean)", "analysis/time_budget",
+     "LOOP_LAG_METRIC", "loadgen_loop_lag_ms"),
     ("docs/design.md", "a full stop every 12", "workloads/prompts", "WORDS_PER_SENTENCE", 12),
     ("docs/design.md", "misses the asked size by more than 3 %", "analysis/token_counts",
      "INPUT_ERROR_FLAG_PCT", 3.0),
