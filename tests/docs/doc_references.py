@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import fnmatch
 import functools
 import re
@@ -27,7 +28,6 @@ from typing import Any, TypeGuard
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "zerohop"
-LAYOUT = SRC / "core" / "layout.py"
 PATH_ROOTS = (REPO, SRC, REPO / "src")
 PY_FOLDERS = ("src", "tests", "loadtests", "microbench", "tools")
 TOP_FOLDERS = ("tests/", "loadtests/", "src/", ".ci/", "tools/")
@@ -153,7 +153,8 @@ class ModuleNames:
             if isinstance(node, ast.ClassDef):
                 self.classes[node.name] = {n for child in node.body for n in _defined(child)}
             if _is_all(node):
-                self.top.update(ast.literal_eval(node.value))
+                with contextlib.suppress(ValueError):  # an `__all__` built by code
+                    self.top.update(ast.literal_eval(node.value))
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
