@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zerohop.core import json_codec
@@ -40,3 +41,15 @@ def test_lines_are_counted_once_and_a_partial_line_waits(tmp_path: Path) -> None
     _read_new(tmp_path, offsets, counts, ttfts)
     assert counts == {"requests": 1300, "errors": 100}
     assert "requests    1300" in _line(10.0, 60.0, counts, ttfts)
+
+
+def test_the_p50_is_the_reports_percentile() -> None:
+    """The line's p50 is `analysis.quantiles.describe`'s (linear interpolation: the mean
+    of the two middle values of an even count), not the upper middle value."""
+    from zerohop.analysis.quantiles import describe
+
+    counts = {"requests": 4, "errors": 0}
+    ttfts = [40.0, 10.0, 30.0, 20.0]
+    assert describe(np.asarray(ttfts)).get("p50") == 25.0
+    assert "TTFT p50     25.0 ms" in _line(10.0, 60.0, counts, ttfts)
+    assert "TTFT p50      nan ms" in _line(10.0, 60.0, counts, [])

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
+
+if TYPE_CHECKING:
+    from zerohop.analysis.run_analysis import RunAnalysis
 
 
 @click.command(name="simulate", context_settings={"help_option_names": ["-h", "--help"]})
@@ -51,7 +54,7 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT
 def simulate_command(**kw: Any) -> None:
     """Run a workload on N modelled replicas on a virtual clock: no sockets, no sleeping."""
     from zerohop.fleet.run import run_simulation
-    from zerohop.storage.summary_file import write_summary
+    from zerohop.runner.console_summary import print_summary, slo_verdict
 
     try:
         plan = _plan(kw)
@@ -62,27 +65,35 @@ def simulate_command(**kw: Any) -> None:
         _sweep(plan, kw["sweep"])
         return
     result = run_simulation(plan)
-    write_summary(result.run_dir)
+    analysis = _analyse_and_summarise(result.run_dir)
     summary = result.summary
     counts = ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items())
     click.echo(f"zerohop: simulated {summary['simulated_s']:g} s of {summary['arrivals']} "
                f"requests in {summary['wall_s']:.1f} s wall ({counts})")
     if summary["layer_failed_at_s"] is not None:
         click.echo(f"zerohop: the layer failed at t={summary['layer_failed_at_s']:.1f} s")
-    _print_summary(result.run_dir)  # saturation among its warnings
+    print_summary(analysis, slo_verdict(analysis))  # saturation among its warnings
     click.echo(f"results: {result.run_dir}")
     if kw["report"]:
-        from zerohop.report.build import build_report
+        from zerohop.core.layout import REPORT_FILE
+        from zerohop.report.build import write_report
 
-        click.echo(f"report: {build_report(result.run_dir)}")
+        click.echo(f"report: {write_report(analysis, result.run_dir / REPORT_FILE)}")
 
 
-def _print_summary(run_dir: Path) -> None:
-    """The table and SLO lines `zerohop run` prints, from the same analysis."""
-    from zerohop.runner.console_summary import analyse, print_summary, slo_verdict
+def _analyse_and_summarise(run_dir: Path) -> RunAnalysis:
+    """The run loaded and analysed once, summary.json written from that analysis, which
+    the console's table and SLO lines (as `zerohop run` prints them) and the report
+    share."""
+    from zerohop.analysis.run_analysis import analyse_run
+    from zerohop.analysis.summary_document import parts_of_analysis
+    from zerohop.storage.run_reader import load_run
+    from zerohop.storage.summary_file import write_summary
 
-    analysis = analyse(run_dir)
-    print_summary(analysis, slo_verdict(analysis))
+    run = load_run(run_dir)
+    analysis = analyse_run(run)
+    write_summary(run_dir, run, parts_of_analysis(analysis, run))
+    return analysis
 
 
 def _sweep(plan: Any, rates_text: str) -> None:

@@ -1,14 +1,14 @@
 """Exact TTFT / TPOT / ITL percentiles per workload while a run is going, for the zerohop
 tab of Locust's web UI (web_tab.py).
 
-Locust's own tables round response times into buckets; this keeps every value of the
-records the master (or the local runner) has received, so the tab's p99 is the same p99
-the report computes from the same records (numpy's linear interpolation, as in
-analysis/quantiles.py). Successful requests only (`outcome == "ok"`), as in the report's
+Locust's own tables round response times into buckets (those stay Locust's, for E2E);
+this keeps every value of the records the master (or the local runner) has received and
+computes the percentiles with the report's own routine (`analysis.quantiles.describe`,
+numpy's linear interpolation), so the tab's p99 is the same p99 the report computes
+from the same records. Successful requests only (`outcome == "ok"`), as in the report's
 latency tables; failures are counted beside them. Values are kept in `array('d')`
-(8 bytes each); the table is recomputed (numpy's linear-time selection) only when new
-records arrived since it was last asked for, i.e. at most once per UI poll, and only in
-a process that has a web UI.
+(8 bytes each); the table is recomputed only when new records arrived since it was
+last asked for, i.e. at most once per UI poll, and only in a process that has a web UI.
 """
 
 from __future__ import annotations
@@ -20,11 +20,15 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.quantiles import PERCENTILES as REPORT_PERCENTILES
+from zerohop.analysis.quantiles import describe
 from zerohop.core.metrics import REQUEST_LATENCIES
 
 # E2E is Locust's own response time, in its own tables; the tab adds the other latencies.
 METRICS: tuple[str, ...] = tuple(n.removesuffix("_ms") for n in REQUEST_LATENCIES if n != "e2e_ms")
-PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0))
+# three of the report's percentiles: the tab's columns
+PERCENTILES: tuple[tuple[str, float], ...] = tuple(
+    (name, q) for name, q in REPORT_PERCENTILES if name in ("p50", "p90", "p99"))
 ALL_WORKLOADS = "All workloads"
 
 
@@ -95,8 +99,6 @@ class LiveLatencies:
             if not parts:
                 row.update({f"{metric}_{p}": None for p, _ in PERCENTILES})
                 continue
-            values = np.concatenate(parts)
-            found = np.percentile(values, [q for _, q in PERCENTILES])
-            row.update({f"{metric}_{p}": float(v) for (p, _), v in zip(PERCENTILES, found,
-                                                                      strict=True)})
+            found = describe(np.concatenate(parts))
+            row.update({f"{metric}_{p}": found.get(p) for p, _ in PERCENTILES})
         return row

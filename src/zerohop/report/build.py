@@ -1,5 +1,6 @@
-"""The two entry points the CLI and the main job call: results folder(s) in, one
-self-contained HTML file out. Each is load → analyse → present → render."""
+"""The entry points the CLI and the main job call: results folder(s) in, one
+self-contained HTML file out. Each is load → analyse → present → render, each step
+once: `write_report` starts from an analysis a caller already made (`zerohop run`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from zerohop.analysis.alerts import AlertRule, load_rules
 from zerohop.analysis.compare import CompareSettings, Comparison, compare_runs
-from zerohop.analysis.run_analysis import AnalysisSettings, analyse_run
+from zerohop.analysis.run_analysis import AnalysisSettings, RunAnalysis, analyse_run
 from zerohop.analysis.run_data import ReportInputError
 from zerohop.core.layout import REPORT_FILE
 from zerohop.report.present import report_page
@@ -31,9 +32,10 @@ def build_report(
     max_lag_windows: int = 5,
     timings: dict[str, float] | None = None,
 ) -> Path:
-    """Write the report of one run (default `<run_dir>/report.html`) and return its
-    path. `alert_rules=None` applies the default rules; `[]` applies none. `timings`,
-    when given, gets the seconds of each step (load, analyse, present, render)."""
+    """Write the report of one results folder (default `<run_dir>/report.html`) and
+    return its path: the folder is loaded and analysed once, then `write_report`.
+    `alert_rules=None` applies the default rules; `[]` applies none. `timings`, when
+    given, gets the seconds of each step (load, analyse, present, render)."""
     if not window_s > 0:
         raise ReportInputError(f"window must be > 0 s, got {window_s}")
     if max_lag_windows < 0:
@@ -41,24 +43,31 @@ def build_report(
     rules = None if alert_rules is None else tuple(load_rules(alert_rules))
     steps = timings if timings is not None else {}
     clock = time.perf_counter()
-
-    def lap(step: str) -> None:
-        nonlocal clock
-        steps[step], clock = time.perf_counter() - clock, time.perf_counter()
-
     run = load_run(Path(run_dir))
-    lap("load")
+    steps["load"], clock = time.perf_counter() - clock, time.perf_counter()
     analysis = analyse_run(
         run,
         AnalysisSettings(window_s=window_s, max_lag_windows=max_lag_windows, alert_rules=rules),
     )
     del run  # the records and their gaps: gigabytes at ten million records
-    lap("analyse")
-    page = report_page(analysis, generated_at=_now())
-    lap("present")
+    steps["analyse"] = time.perf_counter() - clock
     target = Path(out) if out is not None else Path(run_dir) / REPORT_FILE
-    written = write_atomically(target, render_page("report.html.j2", page.context, page.charts))
-    lap("render")
+    return write_report(analysis, target, timings=steps)
+
+
+def write_report(analysis: RunAnalysis, out: Path, *,
+                 timings: dict[str, float] | None = None) -> Path:
+    """Write the report of an analysis already made to `out` and return its path:
+    `zerohop run` hands over the analysis its console summary and summary.json came
+    from, so the folder is neither read nor analysed a second time (the page and the
+    terminal share one analysis). `timings` gets the present and render seconds."""
+    steps = timings if timings is not None else {}
+    clock = time.perf_counter()
+    page = report_page(analysis, generated_at=_now())
+    steps["present"], clock = time.perf_counter() - clock, time.perf_counter()
+    written = write_atomically(Path(out), render_page("report.html.j2", page.context,
+                                                      page.charts))
+    steps["render"] = time.perf_counter() - clock
     return written
 
 

@@ -5,7 +5,9 @@ shows is what the results folder will hold. It runs beside the load generator, o
 its core, so it must cost next to nothing: lines and outcomes are counted by scanning
 the bytes, and only the newest lines of each read are parsed for TTFT. Parsing every
 row cost 6.6 % of the client's core at 3,000 req/s and put a burst of schedule lag
-of up to 20 ms into every second (tests/bench/bench_open_loop_sender.py)."""
+of up to 20 ms into every second (tests/bench/bench_open_loop_sender.py). The p50 of
+that sample is the report's percentile (`analysis.quantiles.describe`: linear
+interpolation, the mean of the two middle values of an even count)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from zerohop.analysis.quantiles import describe
 from zerohop.core.layout import RECORDS_DIR
 
 REFRESH_S = 1.0
@@ -80,7 +85,7 @@ def _ttfts(lines: list[bytes]) -> list[float]:
 
 def _line(elapsed: float, duration: float, counts: dict[str, int], ttfts: list[float],
           request_count: int | None = None) -> str:
-    p50 = sorted(ttfts)[len(ttfts) // 2] if ttfts else float("nan")
+    p50 = describe(np.asarray(ttfts, dtype=float)).get("p50")  # NaN while there is none
     rate = counts["requests"] / elapsed if elapsed > 0 else 0.0
     clock = f"{elapsed:5.0f} s" if request_count else f"{elapsed:5.0f}/{duration:.0f} s"
     done = f"/{request_count}" if request_count else ""

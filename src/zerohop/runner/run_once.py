@@ -22,7 +22,7 @@ from zerohop.core.exit_codes import (
     RunError,
     one_line,
 )
-from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE
+from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE, REPORT_FILE
 from zerohop.core.redaction import scrub
 from zerohop.runner.locust_process import last_error_line, run_locust
 from zerohop.runner.plan import RunPlan, manifest_config
@@ -126,16 +126,16 @@ def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
 def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
     from zerohop.analysis.run_analysis import analyse_run
     from zerohop.analysis.summary_document import parts_of_analysis
-    from zerohop.report.build import build_report
+    from zerohop.report.build import write_report
     from zerohop.runner.console_summary import no_success_reason, print_summary, slo_verdict
     from zerohop.storage.run_reader import load_run
     from zerohop.storage.summary_file import write_summary
 
     run = load_run(run_dir)
-    analysis = analyse_run(run)
+    analysis = analyse_run(run)  # the only one: console, report and summary.json share it
     verdict = slo_verdict(analysis)
     print_summary(analysis, verdict)
-    report_path = build_report(run_dir) if plan.report else None
+    report_path = write_report(analysis, run_dir / REPORT_FILE) if plan.report else None
     manifest = results.read_manifest(run_dir)
     results.update_manifest(run_dir, slo_verdict=verdict)
     if manifest.get("status") == "running":
