@@ -9,13 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zerohop.loadgen.run_settings import CLASS_NAMES as CLASS_NAMES  # the planners' choices
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
 from zerohop.workloads.kinds import KIND_CLASS_NAMES
 from zerohop.workloads.load_spec import ClosedLoad
-
-CLASS_NAMES = tuple(KIND_CLASS_NAMES.values())
-
 
 
 @dataclass
