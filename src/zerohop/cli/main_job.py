@@ -13,13 +13,12 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.cli.run_options import run_options
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.loadgen.run_settings import DEFAULT_DURATION, REQUESTS_TIME_CAP
 from zerohop.runner.compare_layer import LayerSetup, parse_layer_urls, run_compare_layer
 from zerohop.runner.plan import RunPlan, classes_for, parse_duration, users_for

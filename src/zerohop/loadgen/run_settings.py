@@ -39,10 +39,9 @@ class Flag:
     show_default: bool = False
 
 
-def _setting(flag: Flag, default: Any = None) -> Any:
-    if flag.repeatable:
-        return field(default=(), metadata={"flag": flag})
-    return field(default=default, metadata={"flag": flag})
+def flag(name: str, help: str = "", **how: Any) -> dict[str, Flag]:
+    """A field's metadata: its flag."""
+    return {"flag": Flag(name, help, **how)}
 
 
 @dataclass(frozen=True)
@@ -50,87 +49,93 @@ class RunSettings:
     """What `zerohop run` was asked, as given (before durations, SLOs and users are
     worked out into a `RunPlan`)."""
 
-    host: str | None = _setting(Flag(
+    host: str | None = field(default=None, metadata=flag(
         "--host", "Target base URL (default: start the embedded target)."))
-    api: str = _setting(Flag("--api", "Streaming API.", choices=API_NAMES, show_default=True),
-                        DEFAULT_API)
-    workloads: tuple[Path, ...] = _setting(Flag(
+    api: str = field(default=DEFAULT_API, metadata=flag(
+        "--api", "Streaming API.", choices=API_NAMES, show_default=True))
+    workloads: tuple[Path, ...] = field(default=(), metadata=flag(
         "--workload", "Workload YAML file (repeatable). Default: all four shipped workloads.",
         kind=Path, repeatable=True))
-    classes: tuple[str, ...] = _setting(Flag(
+    classes: tuple[str, ...] = field(default=(), metadata=flag(
         "--only", "Run only these workload classes (repeatable).", choices=CLASS_NAMES,
         repeatable=True))
-    users: int | None = _setting(Flag(
+    users: int | None = field(default=None, metadata=flag(
         "--users", "Concurrent Locust users, spread over the workloads by weight: overrides "
         "the files' closed-loop `users`. Default: each closed workload runs its file's "
         "`users`.", kind=int))
-    rate: float | None = _setting(Flag(
+    rate: float | None = field(default=None, metadata=flag(
         "--rate", "Total open-loop arrival rate, req/s (Poisson) instead of the files' load.",
         kind=float))
-    max_concurrency: int | None = _setting(Flag(
+    max_concurrency: int | None = field(default=None, metadata=flag(
         "--max-concurrency", "At most N open-loop requests (or sessions) in flight: an "
         "arrival that finds N waits for a slot before it is sent (its wait is recorded as "
         "queue_wait_ms; the latencies from schedule include it).", kind=int))
-    requests: int | None = _setting(Flag(
+    requests: int | None = field(default=None, metadata=flag(
         "--requests", "Stop after N requests in all (as `vllm bench serve --num-prompts`); "
         "the rates divide by the time the run really measured.", kind=int))
-    duration: str | None = _setting(Flag(
+    duration: str | None = field(default=None, metadata=flag(
         "--duration", f"Run time: 30s, 2m, 1h. [default: {DEFAULT_DURATION}; with "
         f"--requests, a cap of {REQUESTS_TIME_CAP}]"))
-    telemetry: str = _setting(Flag(
+    telemetry: str = field(default="prom,loadgen", metadata=flag(
         "--telemetry", "Sources: nvml, prom (the target's /metrics), prom=URL, loadgen; or "
-        "none.", show_default=True), "prom,loadgen")
-    slo: str = _setting(Flag("--slo", "e.g. ttft_p99_ms=500,tpot_p99_ms=50 (exit 1 if missed)."),
-                        "")
-    name: str = _setting(Flag("--name", "Run name (folder suffix).", show_default=True), "run")
-    workers: int = _setting(Flag(
+        "none.", show_default=True))
+    slo: str = field(default="", metadata=flag(
+        "--slo", "e.g. ttft_p99_ms=500,tpot_p99_ms=50 (exit 1 if missed)."))
+    name: str = field(default="run", metadata=flag(
+        "--name", "Run name (folder suffix).", show_default=True))
+    workers: int = field(default=0, metadata=flag(
         "--workers", "Locust worker processes (distributed mode); 0 = one process.", kind=int,
-        show_default=True), 0)
-    results_dir: Path = _setting(Flag("--results-dir", kind=Path, show_default=True),
-                                 Path("results"))
-    model: str = _setting(Flag("--model", "Model to request (default: the target's first)."),
-                          "")
-    tokenizer: Path | None = _setting(Flag("--tokenizer", TOKENIZER_HELP, kind=Path))
-    seed: int = _setting(Flag("--seed", kind=int, show_default=True), 1234)
-    sim_args: str = _setting(Flag("--sim-args", "Extra arguments for the embedded target."), "")
-    no_report: bool = _setting(Flag("--no-report", "Skip building report.html.", kind=bool),
-                               False)
-    microbench: str = _setting(Flag(
+        show_default=True))
+    results_dir: Path = field(default=Path("results"), metadata=flag(
+        "--results-dir", "Folder that receives one results folder per run.", kind=Path,
+        show_default=True))
+    model: str = field(default="", metadata=flag(
+        "--model", "Model to request (default: the target's first)."))
+    tokenizer: Path | None = field(default=None, metadata=flag(
+        "--tokenizer", TOKENIZER_HELP, kind=Path))
+    seed: int = field(default=1234, metadata=flag(
+        "--seed", "Seed for prompts, lengths and arrivals (one stream per worker).", kind=int,
+        show_default=True))
+    sim_args: str = field(default="", metadata=flag(
+        "--sim-args", "Extra arguments for the embedded target."))
+    no_report: bool = field(default=False, metadata=flag(
+        "--no-report", "Skip building report.html.", kind=bool))
+    microbench: str = field(default="auto", metadata=flag(
         "--microbench", "GPU microbenchmarks (auto: when a CUDA device exists).",
-        choices=("auto", "on", "off"), show_default=True), "auto")
-    compare_layer: bool = _setting(Flag(
+        choices=("auto", "on", "off"), show_default=True))
+    compare_layer: bool = field(default=False, metadata=flag(
         "--compare-layer", "Price the layer: one run whose requests go at random (with "
         "--seed) direct or through the layer, and report the layer's cost (1 user unless "
         "--users/--rate: the hop's own cost; under load, delayed arrivals also meet the "
-        "engine mid-step, which adds to it).", kind=bool), False)
-    compare_layer_mode: str = _setting(Flag(
+        "engine mid-step, which adds to it).", kind=bool))
+    compare_layer_mode: str = field(default="interleaved", metadata=flag(
         "--compare-layer-mode", "interleaved: both arms in one run; sequential: a run direct, "
         "then one through the layer (with each run's own noise beside the cost).",
-        choices=COMPARE_LAYER_MODES, show_default=True), "interleaved")
-    layer_urls: tuple[str, ...] = _setting(Flag(
+        choices=COMPARE_LAYER_MODES, show_default=True))
+    layer_urls: tuple[str, ...] = field(default=(), metadata=flag(
         "--layer-url", "With --compare-layer and --host: a gateway's URL, or NAME=URL; "
         "repeat to price several in one run (docs/layers.md).", repeatable=True))
-    control: bool = _setting(Flag(
+    control: bool = field(default=False, metadata=flag(
         "--control", "With --compare-layer: add the arm `control`, zerohop's own proxy doing "
         "nothing (0 ms) in front of the direct target: the bare hop, priced beside.",
-        kind=bool), False)
-    layer_args: str = _setting(Flag(
+        kind=bool))
+    layer_args: str = field(default="--per-request-ms 5", metadata=flag(
         "--layer-args", "Embedded layer's options (with --compare-layer and no --layer-url).",
-        show_default=True), "--per-request-ms 5")
-    replicas: int = _setting(Flag(
+        show_default=True))
+    replicas: int = field(default=1, metadata=flag(
         "--replicas", "With --compare-layer: embedded engine replicas, each its own process; "
         "the direct arm uses the first, the layer routes over all.", kind=int,
-        show_default=True), 1)
-    routes: tuple[str, ...] = _setting(Flag(
+        show_default=True))
+    routes: tuple[str, ...] = field(default=(), metadata=flag(
         "--route", "With --compare-layer: the embedded layer's routing policy; repeat to "
         "compare several, each an arm of the same run.", choices=ROUTES, repeatable=True))
-    selfcheck: bool = _setting(Flag(
+    selfcheck: bool = field(default=False, metadata=flag(
         "--selfcheck", "First certify the client at this load on this machine (as `zerohop "
         "selfcheck` does); the certificate goes into the run's folder and report.",
-        kind=bool), False)
-    selfcheck_duration: str = _setting(Flag(
+        kind=bool))
+    selfcheck_duration: str = field(default="20s", metadata=flag(
         "--selfcheck-duration", "How long the self-check drives the load (with --selfcheck).",
-        show_default=True), "20s")
+        show_default=True))
 
 
 def setting_fields() -> list[tuple[str, Flag, Any]]:
@@ -143,11 +148,3 @@ def flag_of(name: str) -> Flag:
     flag: Flag = RunSettings.__dataclass_fields__[name].metadata["flag"]
     return flag
 
-
-def settings_from(values: dict[str, Any]) -> RunSettings:
-    """The model from a CLI's parsed values (repeatable ones as tuples); a value not
-    given keeps its default."""
-    names = {f.name for f in dataclasses.fields(RunSettings)}
-    given = {k: tuple(v) if flag_of(k).repeatable else v
-             for k, v in values.items() if k in names}
-    return RunSettings(**given)

@@ -54,6 +54,21 @@ def manifest_config(plan: RunPlan) -> dict[str, str | None]:
     return {k: None if v is None else str(v) for k, v in vars(plan).items()}
 
 
+def plan_document(plan: RunPlan) -> dict[str, Any]:
+    """The plan as JSON values (paths as text): what `plan.json` holds, before redaction."""
+    return {k: _json_value(v) for k, v in vars(plan).items()}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    return value
+
+
 def parse_duration(text: str) -> float:
     """`90`, `90s`, `2m`, `1h30m` → seconds."""
     text = text.strip().lower()
