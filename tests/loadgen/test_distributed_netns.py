@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from zerohop.runner.locust_process import locust_command
+from zerohop.runner.locust_process import locust_command, write_plan
 from zerohop.runner.plan import RunPlan
 from zerohop.shipped import loadtests_dir
 from zerohop.storage.run_folder import read_record_rows
@@ -207,6 +207,8 @@ def _master_command(host: str, run_dir: Path, workload: Path, audit: Path) -> li
                    classes=["ShortQueryFlood"], users=4, rate=None, duration_s=RUN_S,
                    telemetry="none", slo={}, name="netns", workers=0,
                    results_dir=run_dir.parent, seed=7)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_plan(plan, run_dir)  # the settings the master reads, as `zerohop run` writes them
     return [*locust_command(plan, host, run_dir), "--master", "--master-bind-host", "0.0.0.0",
             "--master-bind-port", str(MASTER_PORT), "--expect-workers", "2",
             "--expect-workers-max-wait", "60", "--loglevel", "INFO",

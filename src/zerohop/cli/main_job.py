@@ -13,92 +13,20 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.cli.run_options import run_options
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
-from zerohop.layer.routing import ROUTES
-from zerohop.runner.compare_layer import MODES as COMPARE_MODES
+from zerohop.loadgen.run_settings import DEFAULT_DURATION, REQUESTS_TIME_CAP
 from zerohop.runner.compare_layer import LayerSetup, parse_layer_urls, run_compare_layer
-from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration, users_for
+from zerohop.runner.plan import RunPlan, classes_for, parse_duration, users_for
 from zerohop.runner.run_once import run_once
-from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
-
-DEFAULT_DURATION = "30s"
-REQUESTS_TIME_CAP = "24h"  # --requests without --duration: the count ends the run
 
 
 @click.command("run")
-@click.option("--host", default=None, help="Target base URL (default: start the embedded target).")
-@click.option("--api", type=click.Choice(API_NAMES), default=DEFAULT_API, show_default=True,
-              help="Streaming API.")
-@click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
-              help="Workload YAML file (repeatable). Default: all four shipped workloads.")
-@click.option("--only", "classes", multiple=True, type=click.Choice(CLASS_NAMES),
-              help="Run only these workload classes (repeatable).")
-@click.option("--users", type=int, default=None,
-              help="Concurrent Locust users, spread over the workloads by weight: overrides "
-                   "the files' closed-loop `users`. Default: each closed workload runs its "
-                   "file's `users`.")
-@click.option("--rate", type=float, default=None,
-              help="Total open-loop arrival rate, req/s (Poisson) instead of the files' load.")
-@click.option("--max-concurrency", type=int, default=None,
-              help="At most N open-loop requests (or sessions) in flight: an arrival that "
-                   "finds N waits for a slot before it is sent (its wait is recorded as "
-                   "queue_wait_ms; the latencies from schedule include it).")
-@click.option("--requests", type=int, default=None,
-              help="Stop after N requests in all (as `vllm bench serve --num-prompts`); "
-                   "the rates divide by the time the run really measured.")
-@click.option("--duration", default=None,
-              help="Run time: 30s, 2m, 1h. [default: 30s; with --requests, a cap of "
-                   f"{REQUESTS_TIME_CAP}]")
-@click.option("--telemetry", default="prom,loadgen", show_default=True,
-              help="Sources: nvml, prom (the target's /metrics), prom=URL, loadgen; or none.")
-@click.option("--slo", default="", help="e.g. ttft_p99_ms=500,tpot_p99_ms=50 (exit 1 if missed).")
-@click.option("--name", default="run", show_default=True, help="Run name (folder suffix).")
-@click.option("--workers", type=int, default=0, show_default=True,
-              help="Locust worker processes (distributed mode); 0 = one process.")
-@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
-              show_default=True)
-@click.option("--model", default="", help="Model to request (default: the target's first).")
-@click.option("--tokenizer", type=click.Path(path_type=Path), default=None,
-              help=TOKENIZER_HELP)
-@click.option("--seed", type=int, default=1234, show_default=True)
-@click.option("--sim-args", default="", help="Extra arguments for the embedded target.")
-@click.option("--no-report", is_flag=True, help="Skip building report.html.")
-@click.option("--microbench", type=click.Choice(["auto", "on", "off"]), default="auto",
-              show_default=True, help="GPU microbenchmarks (auto: when a CUDA device exists).")
-@click.option("--compare-layer", is_flag=True,
-              help="Price the layer: one run whose requests go at random (with --seed) "
-                   "direct or through the layer, and report the layer's cost (1 user unless "
-                   "--users/--rate: the hop's own cost; under load, delayed arrivals also "
-                   "meet the engine mid-step, which adds to it).")
-@click.option("--compare-layer-mode", type=click.Choice(COMPARE_MODES), default="interleaved",
-              show_default=True,
-              help="interleaved: both arms in one run; sequential: a run direct, then one "
-                   "through the layer (with each run's own noise beside the cost).")
-@click.option("--layer-url", "layer_urls", multiple=True,
-              help="With --compare-layer and --host: a gateway's URL, or NAME=URL; repeat "
-                   "to price several in one run (docs/layers.md).")
-@click.option("--control", is_flag=True,
-              help="With --compare-layer: add the arm `control`, zerohop's own proxy doing "
-                   "nothing (0 ms) in front of the direct target: the bare hop, priced beside.")
-@click.option("--layer-args", default="--per-request-ms 5", show_default=True,
-              help="Embedded layer's options (with --compare-layer and no --layer-url).")
-@click.option("--replicas", type=int, default=1, show_default=True,
-              help="With --compare-layer: embedded engine replicas, each its own process; "
-                   "the direct arm uses the first, the layer routes over all.")
-@click.option("--route", "routes", multiple=True, type=click.Choice(ROUTES),
-              help="With --compare-layer: the embedded layer's routing policy; repeat to "
-                   "compare several, each an arm of the same run.")
-@click.option("--selfcheck", is_flag=True,
-              help="First certify the client at this load on this machine (as `zerohop "
-                   "selfcheck` does); the certificate goes into the run's folder and report.")
-@click.option("--selfcheck-duration", default="20s", show_default=True,
-              help="How long the self-check drives the load (with --selfcheck).")
+@run_options
 def run_command(**kw: Any) -> None:
     """Run the workloads against a target, sample telemetry, write results and report."""
     try:

@@ -27,6 +27,7 @@ LOCUST_LOG = "locust.log"
 REPORT_FILE = "report.html"
 SUMMARY_FILE = "summary.json"
 SELFCHECK_FILE = "selfcheck.json"
+PLAN_FILE = "plan.json"  # the run's settings, redacted; the Locust process reads them
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
 
 # manifest key: when a signal (or a stop before the end) cut the load short, in the

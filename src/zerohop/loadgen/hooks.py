@@ -35,6 +35,7 @@ def install(events: Any) -> None:
     setattr(events, _INSTALLED, True)
     events.init_command_line_parser.add_listener(opt.add_arguments)
     events.init.add_listener(scrub_log_output)  # first: before anything is logged
+    events.init.add_listener(_apply_plan)  # then the settings, before anything reads them
     events.init.add_listener(_on_init)
     events.test_start.add_listener(_on_test_start)
     events.test_stopping.add_listener(_on_test_stopping)
@@ -59,6 +60,13 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 
 # --- init -----------------------------------------------------------------------------
+def _apply_plan(environment: Any, **_: Any) -> None:
+    try:
+        opt.apply_plan(environment)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
 def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
     if runner is None:
         return

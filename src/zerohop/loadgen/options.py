@@ -5,12 +5,17 @@ values as the master without extra plumbing."""
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from zerohop.client.arms import parse_arm_hosts
-from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.core.apis import DEFAULT_API
 from zerohop.core.slo import parse_slo_text
-from zerohop.workloads.local_tokenizer import TOKENIZER_HELP, LocalTokenizer, load_local_tokenizer
+from zerohop.loadgen.run_settings import flag_of
+from zerohop.workloads.local_tokenizer import LocalTokenizer, load_local_tokenizer
 
 DEFAULTS: dict[str, Any] = {
     "zh_workload": [],
@@ -36,41 +41,28 @@ DEFAULTS: dict[str, Any] = {
     "zh_audit_dir": "",
     "zh_arm_hosts": "",
     "zh_tokenizer": "",
+    "zh_plan": "",
     "zh_selection": "",  # set by the master (loadgen.selection), never by a flag
 }
 
 
 def add_arguments(parser: Any) -> None:
     group = parser  # Locust's own parser: its web-UI flags work only there
-    group.add_argument(
-        "--workload", dest="zh_workload", action="append", default=[],
-        help="Workload YAML file(s); each workload in them runs as its own user class, "
-        "named after the workload. Default: the files shipped in workloads/.",
-    )
-    group.add_argument(
-        "--api", dest="zh_api", default=DEFAULTS["zh_api"],
-        choices=list(API_NAMES),
-        help="Streaming API flavour (a workload file may override it).",
-    )
-    group.add_argument(
-        "--model", dest="zh_model", default="",
-        help="Model name to request (default: the target's first model from /v1/models).",
-    )
-    group.add_argument(
-        "--results-dir", dest="zh_results_dir", default=DEFAULTS["zh_results_dir"],
-        help="Folder that receives one results folder per run.",
-    )
+    # the flags `zerohop run` has too: flag, help, type and choices from its settings model
+    _add_run_setting(group, "workloads", "zh_workload",
+                     " Each workload in them runs as its own user class, named after it.")
+    _add_run_setting(group, "api", "zh_api", " A workload file may override it.")
+    _add_run_setting(group, "model", "zh_model")
+    _add_run_setting(group, "results_dir", "zh_results_dir")
     group.add_argument("--run-name", dest="zh_run_name", default=DEFAULTS["zh_run_name"],
                        help="Name appended to the run folder's timestamp.")
     group.add_argument("--run-dir", dest="zh_run_dir", default="", include_in_web_ui=False,
                        help="Use this exact run folder (created by `zerohop run`).")
-    group.add_argument("--slo", dest="zh_slo", default="",
-                       help="SLOs for goodput, e.g. ttft_p99_ms=500,tpot_p99_ms=50.")
-    group.add_argument(
-        "--telemetry", dest="zh_telemetry", default=DEFAULTS["zh_telemetry"],
-        help="Telemetry sources: nvml, prom (the target's /metrics), prom=URL, loadgen; "
-        "comma-separated, or none.",
-    )
+    group.add_argument("--plan", dest="zh_plan", default="", include_in_web_ui=False,
+                       help="The run's settings as `zerohop run` wrote them (plan.json in its "
+                       "run folder): they replace the flags `zerohop run` shares with Locust.")
+    _add_run_setting(group, "slo", "zh_slo")
+    _add_run_setting(group, "telemetry", "zh_telemetry")
     group.add_argument("--ttft-timeout", dest="zh_ttft_timeout", type=float,
                        default=DEFAULTS["zh_ttft_timeout"], help="Seconds to first content.")
     group.add_argument("--stall-timeout", dest="zh_stall_timeout", type=float,
@@ -78,10 +70,9 @@ def add_arguments(parser: Any) -> None:
                        help="Seconds of silence mid-stream before a request is a stall.")
     group.add_argument("--total-timeout", dest="zh_total_timeout", type=float,
                        default=DEFAULTS["zh_total_timeout"], help="Seconds for a whole request.")
-    group.add_argument("--seed", dest="zh_seed", type=int, default=DEFAULTS["zh_seed"],
-                       help="Seed for prompts, lengths and arrivals (one stream per worker).")
-    group.add_argument("--sim-args", dest="zh_sim_args", default="", include_in_web_ui=False,
-                       help="Extra arguments for the embedded target (when no --host).")
+    _add_run_setting(group, "seed", "zh_seed")
+    _add_run_setting(group, "sim_args", "zh_sim_args", " Only when no --host.",
+                     include_in_web_ui=False)
     group.add_argument("--drain-timeout", dest="zh_drain_timeout", type=float,
                        default=DEFAULTS["zh_drain_timeout"],
                        help="Seconds to let in-flight requests finish at the end of a run.")
@@ -91,10 +82,8 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--request-count", dest="zh_request_count", type=int, default=0,
                        help="Stop after this many requests in all (as `vllm bench serve "
                        "--num-prompts`); 0 = no limit. Split over the worker processes.")
-    group.add_argument("--max-concurrency", dest="zh_max_concurrency", type=int, default=0,
-                       help="At most this many open-loop requests in flight: an arrival "
-                       "that finds none free waits for a slot (its wait is recorded as "
-                       "queue_wait_ms); 0 = no cap. Split over the worker processes.")
+    _add_run_setting(group, "max_concurrency", "zh_max_concurrency",
+                     " 0 = no cap. Split over the worker processes.")
     group.add_argument("--users-by-weight", dest="zh_users_by_weight", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Spread -u over the workloads by weight (Locust's way) instead of "
@@ -108,11 +97,60 @@ def add_arguments(parser: Any) -> None:
                        help="An interleaved comparison: direct=URL,layer=URL — each request "
                        "goes to one arm, drawn at random with --seed (--host stays the "
                        "target the run sizes prompts and reads models on).")
-    group.add_argument("--tokenizer", dest="zh_tokenizer", default="", include_in_web_ui=False,
-                       help=TOKENIZER_HELP)
+    _add_run_setting(group, "tokenizer", "zh_tokenizer", include_in_web_ui=False)
     group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Never start the embedded target; fail without --host.")
+
+
+def _add_run_setting(parser: Any, setting: str, dest: str, note: str = "",
+                     **locust: Any) -> None:
+    """One of `zerohop run`'s flags on Locust's parser, as the settings model declares it;
+    the default is Locust's (`DEFAULTS`: 0 or "" where `zerohop run` has none), and `note`
+    says what differs inside Locust."""
+    flag = flag_of(setting)
+    how: dict[str, Any] = {"dest": dest, "default": DEFAULTS[dest], "help": flag.help + note}
+    if flag.choices:
+        how["choices"] = list(flag.choices)
+    if flag.kind in (int, float):
+        how["type"] = flag.kind
+    if flag.repeatable:
+        how.update(action="append", default=[])
+    parser.add_argument(flag.name, **how, **locust)
+
+
+# `zerohop run`'s settings, read from its plan (`runner.plan.RunPlan`, as plan.json holds it)
+PLAN_SECRETS_ENV = "ZEROHOP_PLAN_SECRETS"  # the plan's values redaction masked in the file
+_FROM_PLAN: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "zh_workload": lambda plan: list(plan["workloads"]),
+    "zh_api": lambda plan: plan["api"],
+    "zh_model": lambda plan: plan["model"],
+    "zh_slo": lambda plan: ",".join(f"{k}={v:g}" for k, v in plan["slo"].items()),
+    "zh_telemetry": lambda plan: plan["telemetry"],
+    "zh_seed": lambda plan: plan["seed"],
+    "zh_tokenizer": lambda plan: plan["tokenizer"] or "",
+    "zh_rate_override": lambda plan: plan["rate"] or 0.0,
+    "zh_request_count": lambda plan: plan["requests"] or 0,
+    "zh_max_concurrency": lambda plan: plan["max_concurrency"] or 0,
+}
+
+
+def apply_plan(environment: Any) -> None:
+    """With `--plan`: the run's settings from `zerohop run`'s plan.json (and the values it
+    masked there, from `PLAN_SECRETS_ENV`) in place of the flags; the master sends them on
+    to its workers with every spawn message, as it does the flags. An unreadable plan is a
+    ValueError that names it."""
+    opts = getattr(environment, "parsed_options", None)
+    path = getattr(opts, "zh_plan", "") if opts is not None else ""
+    if not path:
+        return
+    try:
+        plan = json.loads(Path(path).read_text())
+        plan.update(json.loads(os.environ.get(PLAN_SECRETS_ENV) or "{}"))
+        values = {name: read(plan) for name, read in _FROM_PLAN.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"--plan {path}: not a plan zerohop run wrote ({exc!r})") from None
+    vars(opts).update(values)
 
 
 def option(environment: Any, name: str) -> Any:

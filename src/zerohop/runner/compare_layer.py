@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from zerohop.core.exit_codes import EXIT_UNREACHABLE, RunError, one_line
+from zerohop.loadgen.run_settings import COMPARE_LAYER_MODES
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import run_once
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from zerohop.analysis.compare import Comparison
     from zerohop.analysis.run_data import RunData
 
-MODES = ("interleaved", "sequential")
+MODES = COMPARE_LAYER_MODES
 SHOWN_STATS = ("p50", "p90", "p99")
 
 

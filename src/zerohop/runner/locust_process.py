@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -10,17 +11,32 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
 from zerohop.client.arms import format_arm_hosts
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_WORKER_FAILED, RunError
-from zerohop.core.layout import LOAD_STOPPED_KEY, LOCUST_LOG
-from zerohop.runner.plan import RunPlan
+from zerohop.core.layout import LOAD_STOPPED_KEY, LOCUST_LOG, PLAN_FILE
+from zerohop.core.redaction import known_secrets, redact
+from zerohop.loadgen.options import PLAN_SECRETS_ENV
+from zerohop.runner.plan import RunPlan, plan_document
 from zerohop.storage import run_folder as results
 
 
+def write_plan(plan: RunPlan, run_dir: Path) -> dict[str, Any]:
+    """Write the run's `plan.json`, secrets redacted, and return the values redaction
+    masked ({} for most runs): those reach the Locust process through its environment
+    (`PLAN_SECRETS_ENV`), never through the folder or a command line."""
+    document = plan_document(plan)
+    shown = redact(document, known_secrets())
+    (run_dir / PLAN_FILE).write_text(json.dumps(shown, indent=2) + "\n")
+    return {key: value for key, value in document.items() if shown[key] != value}
+
+
 def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
+    """Locust's own options and the run folder: zerohop's settings it reads from the
+    folder's `plan.json` (`write_plan`), not from a second copy of the flags here."""
     from zerohop.shipped import loadtests_dir
 
     files = ",".join(str(path) for path in [loadtests_dir(), *plan.locustfiles])
@@ -29,21 +45,8 @@ def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
         "-u", str(plan.users), "-r", str(max(plan.users, 1)), "-t", f"{int(plan.duration_s)}s",
         "--host", host, "--stop-timeout", "5", "--csv", str(run_dir / "locust"),
         "--only-summary", "--loglevel", "WARNING",
-        "--run-dir", str(run_dir), "--api", plan.api, "--slo", _slo_text(plan.slo),
-        "--telemetry", plan.telemetry, "--seed", str(plan.seed), "--no-embedded",
+        "--run-dir", str(run_dir), "--plan", str(run_dir / PLAN_FILE), "--no-embedded",
     ]
-    for path in plan.workloads:
-        cmd += ["--workload", str(path)]
-    if plan.model:
-        cmd += ["--model", plan.model]
-    if plan.tokenizer is not None:
-        cmd += ["--tokenizer", str(plan.tokenizer)]
-    if plan.rate is not None:
-        cmd += ["--rate-override", str(plan.rate)]
-    if plan.requests is not None:
-        cmd += ["--request-count", str(plan.requests)]
-    if plan.max_concurrency is not None:
-        cmd += ["--max-concurrency", str(plan.max_concurrency)]
     if not plan.users_from_files:  # master and workers alike: -u goes by weight
         cmd += ["--users-by-weight"]
     if plan.workers:
@@ -54,20 +57,18 @@ def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
     return cmd
 
 
-def _slo_text(slo: dict[str, float]) -> str:
-    return ",".join(f"{k}={v:g}" for k, v in slo.items())
-
-
 def run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
     from zerohop.loadgen.selection import announce_selection
     from zerohop.runner.progress import follow_progress
 
+    hidden = write_plan(plan, run_dir)
     cmd = locust_command(plan, host, run_dir)
     log_path = run_dir / LOCUST_LOG
     with open(log_path, "w") as log:
         # its own session: a terminal's Ctrl-C reaches Locust once, through us
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                     PLAN_SECRETS_ENV: json.dumps(hidden)},
                                 start_new_session=True)
         with _forwarding_stop_signals(proc) as received:
             announce_selection(proc.poll, run_dir)

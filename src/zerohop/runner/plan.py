@@ -9,13 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zerohop.loadgen.run_settings import CLASS_NAMES as CLASS_NAMES  # the planners' choices
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
 from zerohop.workloads.kinds import KIND_CLASS_NAMES
 from zerohop.workloads.load_spec import ClosedLoad
-
-CLASS_NAMES = tuple(KIND_CLASS_NAMES.values())
-
 
 
 @dataclass
@@ -54,6 +52,21 @@ def manifest_config(plan: RunPlan) -> dict[str, str | None]:
     (no --host: the embedded target, whose URL is the manifest's `target.url`) as null,
     not the string "None"."""
     return {k: None if v is None else str(v) for k, v in vars(plan).items()}
+
+
+def plan_document(plan: RunPlan) -> dict[str, Any]:
+    """The plan as JSON values (paths as text): what `plan.json` holds, before redaction."""
+    return {k: _json_value(v) for k, v in vars(plan).items()}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    return value
 
 
 def parse_duration(text: str) -> float:
