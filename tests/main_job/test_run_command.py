@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.cli_fork import ForkedZerohop
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -28,7 +30,7 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *wor
         assert word in err, err
 
 
-@pytest.mark.integration  # runs `zerohop run` as a child process
+@pytest.mark.integration  # runs `zerohop run` as a child process (forked: tests/cli_fork.py)
 @pytest.mark.parametrize("args, words", [
     (["--duration", "soon"], ["--duration"]),
     (["--users", "0"], ["--users"]),
@@ -47,19 +49,20 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *wor
     (["--tokenizer", "no/such/tokenizer.json"], ["--tokenizer", "does not exist"]),
     (["--tokenizer", "."], ["--tokenizer", "without tokenizer.json"]),
 ])
-def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str], tmp_path: Path
-                                         ) -> None:
-    res = zerohop("run", "--results-dir", str(tmp_path), *args, timeout=60)
+def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str], tmp_path: Path,
+                                         forked_zerohop: ForkedZerohop) -> None:
+    res = forked_zerohop.run(["run", "--results-dir", str(tmp_path), *args], timeout=60)
     assert_one_line_error(res, 2, *words)
     assert not any(tmp_path.iterdir())  # nothing written for a run that never started
 
 
-@pytest.mark.integration  # runs `zerohop run` as a child process
-def test_malformed_workload_names_file_and_field(tmp_path: Path) -> None:
+@pytest.mark.integration  # runs `zerohop run` as a child process (forked: tests/cli_fork.py)
+def test_malformed_workload_names_file_and_field(tmp_path: Path,
+                                                 forked_zerohop: ForkedZerohop) -> None:
     wl = tmp_path / "bad.yaml"
     wl.write_text("kind: short_query_flood\nname: x\nload: {kind: open, rate_rps: -2}\n")
-    res = zerohop("run", "--workload", str(wl), "--results-dir", str(tmp_path / "r"),
-                  timeout=60)
+    res = forked_zerohop.run(["run", "--workload", str(wl), "--results-dir",
+                              str(tmp_path / "r")], timeout=60)
     assert_one_line_error(res, 2, "bad.yaml", "load.rate_rps")
 
 
