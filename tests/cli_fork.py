@@ -14,16 +14,18 @@ that stop before they start anything.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,40 +78,54 @@ for line in sys.stdin:
 '''
 
 
-class ForkedZerohop:
-    """Runs `zerohop ARGS` in a child forked from one preloaded server; one call at a time."""
+class ForkServer:
+    """Runs `zerohop ARGS` in a child forked from one preloaded server; one call at a time.
+    A call cut short (a timeout, an interrupt) leaves the server broken: `shared()` then
+    starts a new one rather than read the old call's answer as the next one's."""
 
-    def __init__(self, workdir: Path) -> None:
-        self._workdir = workdir
+    def __init__(self) -> None:
+        self._workdir = Path(tempfile.mkdtemp(prefix="zerohop-fork-"))
         self._lock = threading.Lock()
         self._server = subprocess.Popen(
             [sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             bufsize=0, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
         self._pending = b""
-        assert self._readline(timeout=120) == "ready", "the zerohop fork server did not start"
         self._calls = 0
+        self.broken = False
+        assert self._readline(timeout=120) == "ready", "the zerohop fork server did not start"
 
     def run(self, args: list[str], *, timeout: float = 60, cwd: Path | None = None,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """Like `subprocess.run([python, -m, zerohop, *args], capture_output=True)`."""
         with self._lock:
+            assert not self.broken, "a call to this fork server was cut short"
             self._calls += 1
             out = self._workdir / f"{self._calls}.out"
             err = self._workdir / f"{self._calls}.err"
             call = {"args": args, "cwd": str(cwd or Path.cwd()),
-                    "env": env if env is not None else {**os.environ, "PYTHONUNBUFFERED": "1"},
+                    "env": dict(os.environ) if env is None else env,
                     "stdout": str(out), "stderr": str(err)}
             assert self._server.stdin is not None
-            self._server.stdin.write(json.dumps(call).encode() + b"\n")
-            pid = json.loads(self._readline(timeout=30))["pid"]
+            pid = None
             try:
+                self._server.stdin.write(json.dumps(call).encode() + b"\n")
+                pid = json.loads(self._readline(timeout=30))["pid"]
                 status = json.loads(self._readline(timeout=timeout))["status"]
-            except TimeoutError:
-                os.killpg(pid, signal.SIGKILL)
-                self._readline(timeout=30)
-                raise subprocess.TimeoutExpired(["zerohop", *args], timeout) from None
-            return subprocess.CompletedProcess(["zerohop", *args], status,
-                                               out.read_text(), err.read_text())
+            except BaseException as exc:
+                self.broken = True
+                if pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(pid, signal.SIGKILL)
+                self.close()
+                if isinstance(exc, TimeoutError):
+                    raise subprocess.TimeoutExpired(["zerohop", *args], timeout) from None
+                raise
+            try:
+                return subprocess.CompletedProcess(["zerohop", *args], status,
+                                                   out.read_text(), err.read_text())
+            finally:
+                out.unlink(missing_ok=True)
+                err.unlink(missing_ok=True)
 
     def _readline(self, timeout: float) -> str:
         """The server's next line, read from its pipe unbuffered so `select` sees it all."""
@@ -128,22 +144,40 @@ class ForkedZerohop:
         return line.decode().strip()
 
     def close(self) -> None:
-        if self._server.stdin is not None:
-            self._server.stdin.close()
+        """End the server (its stdin closed, then SIGKILL if it lingers) and its folder."""
+        if self._server.stdin is not None and not self._server.stdin.closed:
+            with contextlib.suppress(OSError):
+                self._server.stdin.close()
         try:
             self._server.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            os.killpg(self._server.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._server.pid, signal.SIGKILL)
             self._server.wait(timeout=10)
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+_shared: ForkServer | None = None
+
+
+def shared() -> ForkServer:
+    """The test session's one fork server, started on first use, closed at exit."""
+    global _shared
+    if _shared is None or _shared.broken:
+        _shared = ForkServer()
+        atexit.register(_shared.close)
+    return _shared
+
+
+class ForkedZerohop:
+    """`zerohop ARGS` forked from the session's current server (`shared()`)."""
+
+    def run(self, args: list[str], *, timeout: float = 60, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return shared().run(args, timeout=timeout, cwd=cwd, env=env)
 
 
 @pytest.fixture(scope="session")
-def forked_zerohop() -> Iterator[ForkedZerohop]:
-    """One preloaded `zerohop` for the session's bad-input tests (integration: it starts
-    processes)."""
-    with tempfile.TemporaryDirectory(prefix="zerohop-fork-") as workdir:
-        server = ForkedZerohop(Path(workdir))
-        try:
-            yield server
-        finally:
-            server.close()
+def forked_zerohop() -> ForkedZerohop:
+    """The preloaded `zerohop` (integration tests only: it starts processes)."""
+    return ForkedZerohop()

@@ -12,14 +12,23 @@ import pandas as pd
 import pytest
 
 from tests.cli_fork import ForkedZerohop
+from tests.cli_fork import shared as shared_fork_server
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def zerohop(*args: str, timeout: float = 240, cwd: Path | None = None
             ) -> subprocess.CompletedProcess[str]:
+    """`python -m zerohop ARGS` as a child process, forked from the session's preloaded
+    `zerohop` (tests/cli_fork.py) so that it skips the seconds of imports a cold one pays;
+    `test_unreachable_host_exits_3` keeps one cold start."""
+    return shared_fork_server().run(list(args), timeout=timeout, cwd=cwd)
+
+
+def cold_zerohop(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """`python -m zerohop ARGS` started cold, imports and all."""
     return subprocess.run([sys.executable, "-m", "zerohop", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd)
+                          text=True, timeout=timeout)
 
 
 def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
@@ -71,8 +80,8 @@ def test_unreachable_host_exits_3(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = zerohop("run", "--host", f"http://127.0.0.1:{port}", "--results-dir",
-                  str(tmp_path), timeout=60)
+    res = cold_zerohop("run", "--host", f"http://127.0.0.1:{port}", "--results-dir",
+                       str(tmp_path), timeout=60)
     assert_one_line_error(res, 3, "unreachable")
 
 
