@@ -7,9 +7,10 @@ only to see them refuse. Here one server process imports the command line once; 
 forks a fresh child from it that runs the `zerohop` module as `-m` does (runpy, `__main__`)
 with the call's arguments, working folder, environment and its own stdout/stderr files, then
 exits the way the interpreter would: `SystemExit`'s code, 1 after an uncaught exception's
-traceback. The child is a real process, so what it writes, prints and returns is its own.
-A run that really starts (a target, Locust) is left to a cold process: this is for commands
-that stop before they start anything.
+traceback. The child is a real process, so what it writes, prints and returns is its own,
+and a full run in it starts its target and Locust as a cold one does. What it does not
+exercise is the cold import itself: tests that signal the process or time its start keep
+a cold `python -m zerohop`, and so does `test_unreachable_host_exits_3`.
 """
 
 from __future__ import annotations
