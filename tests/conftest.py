@@ -30,9 +30,10 @@ from typing import Any
 
 import pytest
 
+from tests.cli_fork import forked_zerohop  # `zerohop` children without the start-up
 from tests.run_fixtures import hostile_run, make_run  # the synthetic results folders
 
-__all__ = ["hostile_run", "make_run"]
+__all__ = ["forked_zerohop", "hostile_run", "make_run"]
 
 RULE = (
     "unit tier rule: a test marked `unit` starts no process and opens no socket "

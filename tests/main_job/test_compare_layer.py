@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_fork import ForkedZerohop
 from tests.main_job.test_run_command import assert_one_line_error, zerohop
 
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 8\n"
@@ -100,8 +101,9 @@ def test_routing_comparison_over_two_replicas(tmp_path: Path) -> None:
     (["--compare-layer", "--compare-layer-mode", "sequential", "--host", "http://127.0.0.1:9",
       "--layer-url", "http://127.0.0.1:8", "--control"], ["sequential"]),
 ])
-def test_clashing_compare_layer_flags_exit_2(args: list[str], words: list[str], tmp_path: Path
-                                             ) -> None:
-    res = zerohop("run", "--results-dir", str(tmp_path), *args, timeout=60)
+def test_clashing_compare_layer_flags_exit_2(args: list[str], words: list[str], tmp_path: Path,
+                                             forked_zerohop: ForkedZerohop) -> None:
+    """Run as a child process forked from one preloaded `zerohop` (tests/cli_fork.py)."""
+    res = forked_zerohop.run(["run", "--results-dir", str(tmp_path), *args], timeout=60)
     assert_one_line_error(res, 2, *words)
     assert not any(tmp_path.iterdir())

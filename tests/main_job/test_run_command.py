@@ -11,13 +11,24 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.cli_fork import ForkedZerohop
+from tests.cli_fork import shared as shared_fork_server
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def zerohop(*args: str, timeout: float = 240, cwd: Path | None = None
             ) -> subprocess.CompletedProcess[str]:
+    """`python -m zerohop ARGS` as a child process, forked from the session's preloaded
+    `zerohop` (tests/cli_fork.py) so that it skips the seconds of imports a cold one pays;
+    `test_unreachable_host_exits_3` keeps one cold start."""
+    return shared_fork_server().run(list(args), timeout=timeout, cwd=cwd)
+
+
+def cold_zerohop(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """`python -m zerohop ARGS` started cold, imports and all."""
     return subprocess.run([sys.executable, "-m", "zerohop", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd)
+                          text=True, timeout=timeout)
 
 
 def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
@@ -28,7 +39,7 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *wor
         assert word in err, err
 
 
-@pytest.mark.integration  # runs `zerohop run` as a child process
+@pytest.mark.integration  # runs `zerohop run` as a child process (forked: tests/cli_fork.py)
 @pytest.mark.parametrize("args, words", [
     (["--duration", "soon"], ["--duration"]),
     (["--users", "0"], ["--users"]),
@@ -47,19 +58,20 @@ def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int, *wor
     (["--tokenizer", "no/such/tokenizer.json"], ["--tokenizer", "does not exist"]),
     (["--tokenizer", "."], ["--tokenizer", "without tokenizer.json"]),
 ])
-def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str], tmp_path: Path
-                                         ) -> None:
-    res = zerohop("run", "--results-dir", str(tmp_path), *args, timeout=60)
+def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str], tmp_path: Path,
+                                         forked_zerohop: ForkedZerohop) -> None:
+    res = forked_zerohop.run(["run", "--results-dir", str(tmp_path), *args], timeout=60)
     assert_one_line_error(res, 2, *words)
     assert not any(tmp_path.iterdir())  # nothing written for a run that never started
 
 
-@pytest.mark.integration  # runs `zerohop run` as a child process
-def test_malformed_workload_names_file_and_field(tmp_path: Path) -> None:
+@pytest.mark.integration  # runs `zerohop run` as a child process (forked: tests/cli_fork.py)
+def test_malformed_workload_names_file_and_field(tmp_path: Path,
+                                                 forked_zerohop: ForkedZerohop) -> None:
     wl = tmp_path / "bad.yaml"
     wl.write_text("kind: short_query_flood\nname: x\nload: {kind: open, rate_rps: -2}\n")
-    res = zerohop("run", "--workload", str(wl), "--results-dir", str(tmp_path / "r"),
-                  timeout=60)
+    res = forked_zerohop.run(["run", "--workload", str(wl), "--results-dir",
+                              str(tmp_path / "r")], timeout=60)
     assert_one_line_error(res, 2, "bad.yaml", "load.rate_rps")
 
 
@@ -68,8 +80,8 @@ def test_unreachable_host_exits_3(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = zerohop("run", "--host", f"http://127.0.0.1:{port}", "--results-dir",
-                  str(tmp_path), timeout=60)
+    res = cold_zerohop("run", "--host", f"http://127.0.0.1:{port}", "--results-dir",
+                       str(tmp_path), timeout=60)
     assert_one_line_error(res, 3, "unreachable")
 
 

@@ -31,6 +31,7 @@ import pandas as pd
 import pytest
 
 from tests.analysis.certificate_fixtures import OPEN, figures
+from tests.cli_fork import ForkedZerohop
 from tests.loadgen.test_client_fidelity import stall_probe
 from zerohop.analysis.client_certificate import (
     Bounds,
@@ -112,7 +113,7 @@ def test_the_screen_shows_verdict_figures_bounds_and_advice() -> None:
 
 
 # --- bad input ----------------------------------------------------------------------------
-@pytest.mark.integration  # runs the CLI as a child process
+@pytest.mark.integration  # runs the CLI as a child process (forked: tests/cli_fork.py)
 @pytest.mark.parametrize("args, words", [
     (["--users", "4", "--rate", "2"], ["--users", "--rate"]),
     (["--rate", "-1"], ["--rate"]),
@@ -122,9 +123,9 @@ def test_the_screen_shows_verdict_figures_bounds_and_advice() -> None:
     (["--rate", "5", "--workload", "does/not/exist.yaml"], ["exist.yaml"]),
     (["--rate", "5", "--workers", "-2"], ["--workers"]),
 ])
-def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str],
-                                         tmp_path: Path) -> None:
-    res = zerohop("selfcheck", "--results-dir", str(tmp_path), *args, timeout=60)
+def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str], tmp_path: Path,
+                                         forked_zerohop: ForkedZerohop) -> None:
+    res = forked_zerohop.run(["selfcheck", "--results-dir", str(tmp_path), *args], timeout=60)
     assert res.returncode == 2, (res.stdout[-500:], res.stderr[-1500:])
     assert "Traceback" not in res.stderr + res.stdout
     assert len(res.stderr.strip().splitlines()) == 1
@@ -134,9 +135,10 @@ def test_bad_input_exits_2_with_one_line(args: list[str], words: list[str],
 
 
 @pytest.mark.integration
-def test_run_refuses_selfcheck_with_compare_layer(tmp_path: Path) -> None:
-    res = zerohop("run", "--selfcheck", "--compare-layer", "--results-dir", str(tmp_path),
-                  timeout=60)
+def test_run_refuses_selfcheck_with_compare_layer(tmp_path: Path,
+                                                  forked_zerohop: ForkedZerohop) -> None:
+    res = forked_zerohop.run(["run", "--selfcheck", "--compare-layer", "--results-dir",
+                              str(tmp_path)], timeout=60)
     assert res.returncode == 2 and "--compare-layer" in res.stderr
     assert not any(tmp_path.iterdir())
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.conftest import locust_cmd, run, zerohop_cmd
+from tests.cli_fork import ForkedZerohop
+from tests.reliability.conftest import locust_cmd, run
 
 FLOOD = "kind: short_query_flood\nname: f\ninput_tokens: 32\nmax_tokens: 8\n"
 LORA = "kind: lora_mix\nname: l\ninput_tokens: 32\nmax_tokens: 8\n"
@@ -109,16 +110,16 @@ def _assert_one_clear_line(res, words: list[str]) -> None:  # type: ignore[no-un
         assert word in errors[0], errors[0]
 
 
-@pytest.mark.integration  # runs `zerohop run` as a child process
+@pytest.mark.integration  # runs `zerohop run` as a child process (forked: tests/cli_fork.py)
 @pytest.mark.parametrize("case", [pytest.param(c, marks=XFAIL.get(c, ())) for c in CASES])
-def test_zerohop_run_rejects(case: str, tmp_path: Path) -> None:
+def test_zerohop_run_rejects(case: str, tmp_path: Path, forked_zerohop: ForkedZerohop) -> None:
     text, flags, words = CASES[case]
     wl_flags, results = _prepare(tmp_path, text)
     before = _snapshot(results)
     only = ("TraceReplay" if text and "trace_replay" in text
             else "LoRAMix" if text and "lora_mix" in text else "ShortQueryFlood")
-    res = run(zerohop_cmd("run", "--results-dir", str(results), "--only", only,
-                          "--duration", "3s", *wl_flags, *flags), timeout=60)
+    res = forked_zerohop.run(["run", "--results-dir", str(results), "--only", only,
+                              "--duration", "3s", *wl_flags, *flags], timeout=60)
     _assert_one_clear_line(res, words)
     assert _snapshot(results) == before  # nothing written, nothing overwritten
 

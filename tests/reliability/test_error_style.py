@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.conftest import run, zerohop_cmd
+from tests.cli_fork import ForkedZerohop
 
 pytestmark = pytest.mark.integration
 
@@ -23,9 +23,11 @@ pytestmark = pytest.mark.integration
     (["microbench", "--only", "warp"], ["--only", "warp"]),
     (["nosuchcommand"], ["nosuchcommand"]),
 ])
-def test_every_command_errs_in_one_style(args: list[str], words: list[str],
-                                         tmp_path: Path) -> None:
-    res = run(zerohop_cmd(*(a.format(tmp=tmp_path) for a in args)), timeout=60)
+def test_every_command_errs_in_one_style(args: list[str], words: list[str], tmp_path: Path,
+                                         forked_zerohop: ForkedZerohop) -> None:
+    """Each command run as a child process forked from one preloaded `zerohop`
+    (tests/cli_fork.py): the same exit status and stderr, without the start-up each time."""
+    res = forked_zerohop.run([a.format(tmp=tmp_path) for a in args], timeout=60)
     assert res.returncode == 2, (res.returncode, res.stdout[-500:], res.stderr[-1500:])
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("zerohop: error: "), res.stderr
