@@ -33,7 +33,7 @@ from typing import Any
 import canned_stream_server
 import numpy as np
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import to_request_spec
 from zerohop.client.http_stream import Timeouts, stream_request
 from zerohop.client.measure import StreamDecode, build_record
@@ -78,7 +78,7 @@ def main() -> None:
             planner = make_workload_planner(spec, worker_setup(spec, seed=1, worker_index=0,
                                                               worker_count=1))
             schedule = planner.schedule()
-            adapter = create_adapter("openai-chat")
+            adapter = create_api_adapter("openai-chat")
             planned = [next(schedule) for _ in range(n)]
             specs = [to_request_spec(p, "openai-chat", "canned") for p in planned]
             rows: list[float] = []

@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import StreamItem
 from zerohop.client.sse import SSEParser
 
@@ -87,7 +87,7 @@ def split_even(data: bytes, parts: int) -> list[bytes]:
 
 def decode_all(chunks: list[bytes]) -> list[StreamItem]:
     parser = SSEParser()
-    decoder = create_adapter("openai-chat").new_stream_decoder()
+    decoder = create_api_adapter("openai-chat").new_stream_decoder()
     items: list[StreamItem] = []
     for chunk in chunks:
         for event in parser.feed(chunk):

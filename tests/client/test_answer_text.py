@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.http_stream import END_COMPLETE, RawExchange
 from zerohop.client.measure import build_record
 from zerohop.core import records as rec
@@ -31,7 +31,7 @@ def _record(answer: list[str] | None) -> RequestRecord:
     ]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=13 * MS, end=END_COMPLETE)
     record = RequestRecord(request_id="r", workload="w", api="openai-chat", model="m")
-    return build_record(record, ex, create_adapter("openai-chat"), ANCHOR, answer=answer)
+    return build_record(record, ex, create_api_adapter("openai-chat"), ANCHOR, answer=answer)
 
 
 def test_the_answer_text_is_the_answer_content_without_the_thinking() -> None:

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.arms import ArmAssigner, format_arm_hosts, parse_arm_hosts
 from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import LLMClient
@@ -71,7 +71,7 @@ def test_bad_arm_hosts_name_the_part(text: str, words: str) -> None:
 
 
 def test_the_client_sends_each_arm_to_its_url() -> None:
-    client = LLMClient("http://127.0.0.1:8000", create_adapter("openai-chat"), api_key=None,
+    client = LLMClient("http://127.0.0.1:8000", create_api_adapter("openai-chat"), api_key=None,
                        timeouts=Timeouts(ttft_s=1, stall_s=1, total_s=1),
                        anchor=ClockAnchor.now(),
                        arm_urls={"direct": "http://127.0.0.1:8000", "layer": "http://h:9/"})

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.http_stream import END_COMPLETE, RawExchange
 from zerohop.client.measure import build_record
 from zerohop.core import records as rec
@@ -24,7 +24,7 @@ def record_of(api: str, stream: bytes) -> RequestRecord:
     reads = [(10 * MS, stream)]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=11 * MS, end=END_COMPLETE)
     record = RequestRecord(request_id="r", workload="w", api=api, model="m")
-    return build_record(record, ex, create_adapter(api), ANCHOR)
+    return build_record(record, ex, create_api_adapter(api), ANCHOR)
 
 
 def openai_content(api: str, text: str) -> bytes:
@@ -81,6 +81,6 @@ def test_anthropic_cache_reads_from_message_start_and_message_delta() -> None:
 
 def test_non_streamed_usage_decodes_cached_tokens() -> None:
     chat = ChatShape("r", "m", 1, include_usage=False).final_body(" a", 40, 1, "stop", 32)
-    assert create_adapter("openai-chat").decode_response(chat).usage.cached_tokens == 32
+    assert create_api_adapter("openai-chat").decode_response(chat).usage.cached_tokens == 32
     message = MessagesShape("r", "c", 40).final_body(" a", 40, 1, "stop", 16)
-    assert create_adapter("anthropic").decode_response(message).usage.cached_tokens == 16
+    assert create_api_adapter("anthropic").decode_response(message).usage.cached_tokens == 16

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.http_stream import END_COMPLETE, END_EOF, END_STALL, RawExchange
 from zerohop.client.measure import build_record
 from zerohop.core import records as rec
@@ -45,7 +45,7 @@ def test_ok_stream_metrics() -> None:
         (45 * MS, chat_chunk("c") + usage_chunk(100, 3) + b"data: [DONE]\n\n"),
     ]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=46 * MS, end=END_COMPLETE)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR,
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR,
                      scheduled_perf_ns=-2 * MS)
     assert r.outcome == rec.OK
     assert r.ttft_ms == pytest.approx(20.0)
@@ -61,7 +61,7 @@ def test_ok_stream_metrics() -> None:
 def test_events_in_one_read_share_its_timestamp() -> None:
     reads = [(10 * MS, chat_chunk("a") + chat_chunk("b")), (12 * MS, b"data: [DONE]\n\n")]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=12 * MS, end=END_COMPLETE)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
     assert r.itl_ms == [0.0]
     assert r.output_tokens == 2 and r.token_source == "counted"
 
@@ -69,7 +69,7 @@ def test_events_in_one_read_share_its_timestamp() -> None:
 def test_missing_terminator_is_never_ok() -> None:
     reads = [(10 * MS, chat_chunk("a")), (20 * MS, chat_chunk("b"))]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=21 * MS, end=END_EOF)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
     assert r.outcome == rec.INCOMPLETE_STREAM
     assert r.e2e_ms is None and r.tpot_ms is None
     assert r.ttft_ms == pytest.approx(10.0)
@@ -78,7 +78,7 @@ def test_missing_terminator_is_never_ok() -> None:
 def test_stall_outcome() -> None:
     reads = [(10 * MS, chat_chunk("a"))]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=500 * MS, end=END_STALL)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
     assert r.outcome == rec.STALL
 
 
@@ -86,7 +86,7 @@ def test_in_stream_error_wins_over_done() -> None:
     err = b'data: {"error": {"message": "boom", "type": "InternalServerError", "code": 500}}\n\n'
     reads = [(10 * MS, chat_chunk("a")), (12 * MS, err + b"data: [DONE]\n\n")]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=12 * MS, end=END_COMPLETE)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
     assert r.outcome.startswith("stream_error:")
     assert r.error_message and "boom" in r.error_message
 
@@ -94,7 +94,7 @@ def test_in_stream_error_wins_over_done() -> None:
 def test_malformed_json_is_protocol_error() -> None:
     reads = [(10 * MS, b"data: {not json\n\n"), (12 * MS, b"data: [DONE]\n\n")]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=12 * MS, end=END_COMPLETE)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
     assert r.outcome == rec.PROTOCOL_ERROR
 
 
@@ -102,7 +102,7 @@ def test_http_error_with_body() -> None:
     body = b'{"object":"error","message":"queue full","type":"ServiceUnavailable","code":503}'
     ex = RawExchange(sent_ns=0, status=503, reads=[(3 * MS, body)], end_ns=3 * MS,
                      end=END_COMPLETE)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
     assert r.outcome == "http_503" and r.error_message and "queue full" in r.error_message
     assert r.ttft_ms is None
 
@@ -129,7 +129,7 @@ def test_anthropic_sequence() -> None:
     ]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=25 * MS, end=END_COMPLETE)
     r = build_record(RequestRecord(request_id="a", workload="w", api="anthropic", model="m"),
-                     ex, create_adapter("anthropic"), ANCHOR)
+                     ex, create_api_adapter("anthropic"), ANCHOR)
     assert r.outcome == rec.OK
     assert r.ttft_ms == pytest.approx(15.0)  # message_start and ping are not content
     assert r.input_tokens == 50 and r.output_tokens == 2
@@ -144,7 +144,7 @@ def test_retry_after_header_seconds_and_http_date() -> None:
     body = b'{"error": {"message": "slow down", "type": "rate_limit_error"}}'
     ex = RawExchange(sent_ns=0, status=429, headers={"retry-after": "2"},
                      reads=[(1 * MS, body)], end_ns=1 * MS, end=END_COMPLETE)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
     assert r.outcome == "http_429" and r.retry_after_s == 2.0
 
 
@@ -154,7 +154,7 @@ def test_server_timing_is_kept_as_sent() -> None:
     reads = [(5 * MS, chat_chunk("hi")), (6 * MS, b"data: [DONE]\n\n")]
     ex = RawExchange(sent_ns=0, status=200, headers={"server-timing": header}, reads=reads,
                      end_ns=6 * MS, end=END_COMPLETE)
-    r = build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    r = build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
     assert r.server_timing == header
 
 
@@ -167,7 +167,7 @@ def delta_chunk(delta: dict[str, object]) -> bytes:
 def replay_chat(reads: list[tuple[int, bytes]]) -> RequestRecord:
     reads = [*reads, (reads[-1][0] + MS, b"data: [DONE]\n\n")]
     ex = RawExchange(sent_ns=0, status=200, reads=reads, end_ns=reads[-1][0], end=END_COMPLETE)
-    return build_record(new_record(), ex, create_adapter("openai-chat"), ANCHOR)
+    return build_record(new_record(), ex, create_api_adapter("openai-chat"), ANCHOR)
 
 
 def test_ttfo_is_the_first_answer_token_after_the_thinking() -> None:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import (
     ContentDelta,
     DecodedResponse,
@@ -67,7 +67,7 @@ def item_json(item: StreamItem) -> dict[str, Any]:
 
 
 def decode_stream(api: str, chunks: list[bytes], *, stateless: bool = False) -> list[StreamItem]:
-    adapter = create_adapter(api)
+    adapter = create_api_adapter(api)
     decode = adapter.decode_event if stateless else adapter.new_stream_decoder().decode_event
     parser = SSEParser()
     items: list[StreamItem] = []
@@ -158,14 +158,14 @@ def ev(data: str, event: str | None = None) -> SSEEvent:
 
 
 def test_openai_role_only_and_empty_chunks_yield_nothing() -> None:
-    chat = create_adapter("openai-chat")
+    chat = create_api_adapter("openai-chat")
     role = '{"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}'
     assert chat.decode_event(ev(role)) == []
     assert chat.decode_event(ev('{"choices":[{"delta":{"content":null}}],"usage":null}')) == []
 
 
 def test_openai_error_type_falls_back_to_code() -> None:
-    chat = create_adapter("openai-chat")
+    chat = create_api_adapter("openai-chat")
     items = chat.decode_event(ev('{"error":{"message":"too long","type":null,"code":400}}'))
     assert items == [StreamError("400", "too long")]
     items = chat.decode_event(ev('{"error":"plain string"}'))
@@ -173,13 +173,13 @@ def test_openai_error_type_falls_back_to_code() -> None:
 
 
 def test_openai_multiple_choices_each_count() -> None:
-    comp = create_adapter("openai-completions")
+    comp = create_api_adapter("openai-completions")
     data = '{"choices":[{"index":0,"text":"a"},{"index":1,"text":"b"},{"index":2,"text":""}]}'
     assert comp.decode_event(ev(data)) == [ContentDelta("a"), ContentDelta("b")]
 
 
 def test_reasoning_and_content_in_one_delta_are_both_content() -> None:
-    chat = create_adapter("openai-chat")
+    chat = create_api_adapter("openai-chat")
     data = '{"choices":[{"delta":{"reasoning":"think","content":"say"}}]}'
     assert chat.decode_event(ev(data)) == [
         ContentDelta("think", reasoning=True),
@@ -191,7 +191,7 @@ def test_a_tool_call_is_opened_by_the_entry_naming_its_function() -> None:
     """A name-only entry opens a call without being content; fragments repeating the
     name (TGI) or carrying only `index` do not open another; parallel calls and
     choices are told apart by their indexes."""
-    chat = create_adapter("openai-chat")
+    chat = create_api_adapter("openai-chat")
     name_only = '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a",' \
         '"type":"function","function":{"name":"f","arguments":""}}]}}]}'
     assert chat.decode_event(ev(name_only)) == [ToolCall("0:0")]
@@ -210,7 +210,7 @@ def test_a_tool_call_is_opened_by_the_entry_naming_its_function() -> None:
 
 
 def test_anthropic_tool_use_block_opens_a_tool_call() -> None:
-    adapter = create_adapter("anthropic")
+    adapter = create_api_adapter("anthropic")
     start = '{"type":"content_block_start","index":2,"content_block":{"type":"tool_use",' \
         '"id":"toolu_1","name":"f","input":{}}}'
     assert adapter.decode_event(ev(start)) == [ToolCall("2")]
@@ -230,18 +230,18 @@ def test_anthropic_tool_use_block_opens_a_tool_call() -> None:
     ],
 )
 def test_openai_usage_reasoning_tokens(usage: str, expected: int | None) -> None:
-    items = create_adapter("openai-chat").decode_event(ev(f'{{"choices":[],"usage":{usage}}}'))
+    items = create_api_adapter("openai-chat").decode_event(ev(f'{{"choices":[],"usage":{usage}}}'))
     assert items == [Usage(None, 9, expected)]
 
 
 def test_openai_usage_rejects_a_bad_reasoning_count() -> None:
     data = '{"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":"6"}}}'
     with pytest.raises(ProtocolError, match="reasoning_tokens"):
-        create_adapter("openai-chat").decode_event(ev(data))
+        create_api_adapter("openai-chat").decode_event(ev(data))
 
 
 def test_stream_decoder_keeps_the_latest_reasoning_count() -> None:
-    decoder = create_adapter("openai-chat").new_stream_decoder()
+    decoder = create_api_adapter("openai-chat").new_stream_decoder()
     details = '{"choices":[],"usage":{"completion_tokens_details":{"reasoning_tokens":4}}}'
     assert decoder.decode_event(ev(details)) == [Usage(None, None, 4)]
     later = decoder.decode_event(ev('{"choices":[],"usage":{"prompt_tokens":2}}'))
@@ -249,7 +249,7 @@ def test_stream_decoder_keeps_the_latest_reasoning_count() -> None:
 
 
 def test_openai_stream_decoder_keeps_latest_counts() -> None:
-    decoder = create_adapter("openai-chat").new_stream_decoder()
+    decoder = create_api_adapter("openai-chat").new_stream_decoder()
     first = decoder.decode_event(ev('{"choices":[],"usage":{"prompt_tokens":5}}'))
     last = decoder.decode_event(ev('{"choices":[],"usage":{"completion_tokens":9}}'))
     assert first == [Usage(5, None)]
@@ -257,7 +257,7 @@ def test_openai_stream_decoder_keeps_latest_counts() -> None:
 
 
 def test_stream_decoders_do_not_share_state() -> None:
-    adapter = create_adapter("anthropic")
+    adapter = create_api_adapter("anthropic")
     one, two = adapter.new_stream_decoder(), adapter.new_stream_decoder()
     one.decode_event(ev('{"type":"message_start","message":{"usage":{"input_tokens":7}}}'))
     delta = '{"type":"message_delta","delta":{},"usage":{"output_tokens":3}}'
@@ -278,11 +278,11 @@ def test_stream_decoders_do_not_share_state() -> None:
 )
 def test_anthropic_delta_kinds(delta: str, expected: list[StreamItem]) -> None:
     data = f'{{"type":"content_block_delta","index":0,"delta":{delta}}}'
-    assert create_adapter("anthropic").decode_event(ev(data, "content_block_delta")) == expected
+    assert create_api_adapter("anthropic").decode_event(ev(data, "content_block_delta")) == expected
 
 
 def test_anthropic_type_may_come_from_the_event_field_only() -> None:
-    adapter = create_adapter("anthropic")
+    adapter = create_api_adapter("anthropic")
     assert adapter.decode_event(ev("{}", "message_stop")) == [Terminator()]
     with pytest.raises(ProtocolError, match="type"):
         adapter.decode_event(ev("{}"))
@@ -314,7 +314,7 @@ def test_anthropic_type_may_come_from_the_event_field_only() -> None:
 )
 def test_malformed_events_raise_protocol_error(api: str, data: str, match: str) -> None:
     with pytest.raises(ProtocolError, match=match):
-        create_adapter(api).new_stream_decoder().decode_event(ev(data))
+        create_api_adapter(api).new_stream_decoder().decode_event(ev(data))
 
 
 # --- garbage ------------------------------------------------------------------------
@@ -322,7 +322,7 @@ def test_malformed_events_raise_protocol_error(api: str, data: str, match: str) 
 @given(data=st.binary(max_size=1500), cuts=st.lists(st.integers(0, 1500), max_size=6))
 @settings(max_examples=150, deadline=None)
 def test_garbage_bytes_raise_only_protocol_errors(api: str, data: bytes, cuts: list[int]) -> None:
-    decoder = create_adapter(api).new_stream_decoder()
+    decoder = create_api_adapter(api).new_stream_decoder()
     parser = SSEParser(max_event_bytes=512)
     try:
         for chunk in split_at(data, cuts):
@@ -361,7 +361,7 @@ json_values = st.recursive(
 def test_wrongly_shaped_json_raises_only_protocol_errors(
     api: str, value: Any, event_type: str | None
 ) -> None:
-    adapter = create_adapter(api)
+    adapter = create_api_adapter(api)
     event = SSEEvent(json.dumps(value), event_type)
     for decode in (adapter.decode_event, adapter.new_stream_decoder().decode_event):
         try:
@@ -380,7 +380,7 @@ def test_wrongly_shaped_json_raises_only_protocol_errors(
 )
 @settings(max_examples=200, deadline=None)
 def test_decode_error_body_never_raises(api: str, status: int, body: bytes) -> None:
-    error = create_adapter(api).decode_error_body(status, body)
+    error = create_api_adapter(api).decode_error_body(status, body)
     assert error.error_type
     assert isinstance(error.message, str)
 
@@ -403,11 +403,11 @@ def test_decode_error_body_never_raises(api: str, status: int, body: bytes) -> N
 )  # fmt: skip
 def test_decode_error_body_shapes(status: int, body: bytes, expected: StreamError) -> None:
     for api in API_NAMES:
-        assert create_adapter(api).decode_error_body(status, body) == expected
+        assert create_api_adapter(api).decode_error_body(status, body) == expected
 
 
 def test_decode_error_body_truncates_huge_messages() -> None:
-    error = create_adapter("openai-chat").decode_error_body(500, b"x" * 10_000)
+    error = create_api_adapter("openai-chat").decode_error_body(500, b"x" * 10_000)
     assert error.error_type == "http_500"
     assert len(error.message) <= 501
 
@@ -417,18 +417,18 @@ def test_decode_response_per_api() -> None:
     chat = b"""{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":
         "assistant","reasoning_content":"hmm ","content":"Hello"},"finish_reason":"stop"}],
         "usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"""
-    assert create_adapter("openai-chat").decode_response(chat) == DecodedResponse(
+    assert create_api_adapter("openai-chat").decode_response(chat) == DecodedResponse(
         "hmm Hello", Usage(3, 4)
     )
     comp = b'{"choices":[{"index":0,"text":" fox","finish_reason":"length"}]}'
-    assert create_adapter("openai-completions").decode_response(comp) == DecodedResponse(
+    assert create_api_adapter("openai-completions").decode_response(comp) == DecodedResponse(
         " fox", Usage(None, None)
     )
     msg = b"""{"id":"msg_1","type":"message","role":"assistant","content":[
         {"type":"thinking","thinking":"sum ","signature":"abc"},{"type":"text","text":"4"},
         {"type":"tool_use","id":"t","name":"f","input":{}}],"stop_reason":"end_turn",
         "usage":{"input_tokens":10,"output_tokens":2}}"""
-    assert create_adapter("anthropic").decode_response(msg) == DecodedResponse(
+    assert create_api_adapter("anthropic").decode_response(msg) == DecodedResponse(
         "sum 4", Usage(10, 2), tool_calls=1
     )
 
@@ -439,13 +439,13 @@ def test_decode_response_counts_tool_calls() -> None:
         {"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]},
         "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":9,
         "completion_tokens_details":{"reasoning_tokens":5}}}"""
-    assert create_adapter("openai-chat").decode_response(chat) == DecodedResponse(
+    assert create_api_adapter("openai-chat").decode_response(chat) == DecodedResponse(
         "", Usage(3, 9, 5), tool_calls=2
     )
     msg = b"""{"type":"message","content":[{"type":"tool_use","id":"t1","name":"f",
         "input":{}},{"type":"tool_use","id":"t2","name":"f","input":{}}],
         "stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":8}}"""
-    assert create_adapter("anthropic").decode_response(msg).tool_calls == 2
+    assert create_api_adapter("anthropic").decode_response(msg).tool_calls == 2
 
 
 @pytest.mark.parametrize(
@@ -461,13 +461,13 @@ def test_decode_response_counts_tool_calls() -> None:
 )
 def test_decode_response_rejects_wrong_shapes(api: str, body: bytes) -> None:
     with pytest.raises(ProtocolError):
-        create_adapter(api).decode_response(body)
+        create_api_adapter(api).decode_response(body)
 
 
 # --- request building ---------------------------------------------------------------
 def test_openai_chat_request() -> None:
     req = chat_request(system="Be brief.", stop=["\n\n"], ignore_eos=True, temperature=0.5)
-    http = create_adapter("openai-chat").build_request(req, api_key=SECRET, request_id="r-1")
+    http = create_api_adapter("openai-chat").build_request(req, api_key=SECRET, request_id="r-1")
     assert (http.method, http.path) == ("POST", "/v1/chat/completions")
     assert http.headers == {
         **streaming_headers("r-1"),
@@ -491,7 +491,7 @@ def test_openai_chat_request() -> None:
 def test_openai_chat_uses_messages_when_given_and_omits_optional_fields() -> None:
     messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     req = chat_request(prompt=None, messages=messages)
-    http = create_adapter("openai-chat").build_request(req, api_key=None, request_id="r")
+    http = create_api_adapter("openai-chat").build_request(req, api_key=None, request_id="r")
     body = body_of(http)
     assert body["messages"] == messages
     assert "stop" not in body and "ignore_eos" not in body
@@ -500,7 +500,7 @@ def test_openai_chat_uses_messages_when_given_and_omits_optional_fields() -> Non
 
 def test_non_streaming_request_has_no_stream_options() -> None:
     for api in ("openai-chat", "openai-completions"):
-        http = create_adapter(api).build_request(
+        http = create_api_adapter(api).build_request(
             chat_request(), api_key=None, request_id="r", stream=False
         )
         body = body_of(http)
@@ -509,7 +509,7 @@ def test_non_streaming_request_has_no_stream_options() -> None:
 
 
 def test_completions_request_text_and_token_ids() -> None:
-    adapter = create_adapter("openai-completions")
+    adapter = create_api_adapter("openai-completions")
     http = adapter.build_request(chat_request(), api_key=SECRET, request_id="r-2")
     assert http.path == "/v1/completions"
     assert body_of(http)["prompt"] == "Hi"
@@ -534,12 +534,13 @@ def test_requests_an_api_cannot_carry_are_rejected(
     api: str, overrides: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(ValueError, match=f"^{field}:"):
-        create_adapter(api).build_request(chat_request(**overrides), api_key=None, request_id="r")
+        create_api_adapter(api).build_request(chat_request(**overrides), api_key=None,
+                                              request_id="r")
 
 
 def test_anthropic_request() -> None:
     req = chat_request(system="Be brief.", stop=["END"], ignore_eos=True)
-    http = create_adapter("anthropic").build_request(req, api_key=SECRET, request_id="r-3")
+    http = create_api_adapter("anthropic").build_request(req, api_key=SECRET, request_id="r-3")
     assert (http.method, http.path) == ("POST", "/v1/messages")
     assert http.headers == {
         **streaming_headers("r-3"),
@@ -560,7 +561,7 @@ def test_anthropic_request() -> None:
 def test_anthropic_lifts_system_messages_and_omits_key_header_without_key() -> None:
     messages = [{"role": "system", "content": "Rules."}, {"role": "user", "content": "q"}]
     req = chat_request(prompt=None, messages=messages)
-    http = create_adapter("anthropic").build_request(req, api_key=None, request_id="r")
+    http = create_api_adapter("anthropic").build_request(req, api_key=None, request_id="r")
     body = body_of(http)
     assert body["system"] == "Rules."
     assert body["messages"] == [{"role": "user", "content": "q"}]
@@ -571,7 +572,7 @@ def test_anthropic_lifts_system_messages_and_omits_key_header_without_key() -> N
 @pytest.mark.parametrize("api", API_NAMES)
 def test_extra_body_is_merged_last(api: str) -> None:
     extra = {"top_p": 0.9, "max_tokens": 99, "stream_options": {"continuous_usage_stats": True}}
-    http = create_adapter(api).build_request(
+    http = create_api_adapter(api).build_request(
         chat_request(extra_body=extra), api_key=None, request_id="r"
     )
     body = body_of(http)
@@ -580,7 +581,7 @@ def test_extra_body_is_merged_last(api: str) -> None:
 
 
 def test_unicode_prompt_is_sent_as_utf8() -> None:
-    http = create_adapter("openai-chat").build_request(
+    http = create_api_adapter("openai-chat").build_request(
         chat_request(prompt="café 🙂"), api_key=None, request_id="r"
     )
     assert "café 🙂".encode() in http.body
@@ -588,7 +589,7 @@ def test_unicode_prompt_is_sent_as_utf8() -> None:
 
 @pytest.mark.parametrize("api", API_NAMES)
 def test_api_key_never_appears_in_repr(api: str) -> None:
-    http = create_adapter(api).build_request(chat_request(), api_key=SECRET, request_id="r")
+    http = create_api_adapter(api).build_request(chat_request(), api_key=SECRET, request_id="r")
     assert SECRET in json.dumps(http.headers)  # it is really sent...
     for text in (repr(http), str(http), f"{http}", repr([http])):
         assert SECRET not in text  # ...but never shown
@@ -611,9 +612,9 @@ def test_generation_request_validation_names_the_field() -> None:
 def test_registry_names_and_unknown_name() -> None:
     assert API_NAMES == ("openai-chat", "openai-completions", "anthropic", "openai-responses")
     for name in API_NAMES:
-        assert create_adapter(name).name == name
+        assert create_api_adapter(name).name == name
     with pytest.raises(ValueError, match="openai-chat, openai-completions, anthropic, openai-r"):
-        create_adapter("openai")
+        create_api_adapter("openai")
 
 
 @pytest.mark.parametrize(

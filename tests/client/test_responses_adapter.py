@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import (
     ContentDelta,
     GenerationRequest,
@@ -40,7 +40,7 @@ HISTORY = [
 
 def build(**fields: object) -> dict[str, object]:
     req = GenerationRequest(model="m", max_tokens=32, **fields)
-    adapter = create_adapter("openai-responses")
+    adapter = create_api_adapter("openai-responses")
     request = adapter.build_request(req, api_key="sk-x", request_id="r1")
     assert (request.method, request.path) == ("POST", "/v1/responses")
     assert request.headers["authorization"] == "Bearer sk-x"
@@ -83,7 +83,7 @@ def test_token_ids_and_stop_sequences_are_refused() -> None:
 def terminal(kind: str, **response: object) -> list[object]:
     data = json.dumps({"type": kind, "sequence_number": 9, "response": {
         "id": "resp_1", "status": kind.split(".")[1], **response}})
-    decoder = create_adapter("openai-responses").new_stream_decoder()
+    decoder = create_api_adapter("openai-responses").new_stream_decoder()
     return list(decoder.decode_event(SSEEvent(data, kind)))
 
 
@@ -102,7 +102,7 @@ def test_an_incomplete_response_is_ok_only_when_cut_by_max_output_tokens() -> No
 
 
 def test_an_error_event_and_a_call_opening_with_its_parts() -> None:
-    adapter = create_adapter("openai-responses")
+    adapter = create_api_adapter("openai-responses")
     error = json.dumps({"type": "error", "code": "rate_limit_exceeded", "message": "slow down",
                         "param": None, "sequence_number": 3})
     assert adapter.decode_event(SSEEvent(error, "error")) == [
@@ -121,13 +121,13 @@ def test_a_non_streamed_response_reads_its_output_items() -> None:
         {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}],
         "usage": {"input_tokens": 3, "output_tokens": 4,
                   "output_tokens_details": {"reasoning_tokens": 1}}}).encode()
-    decoded = create_adapter("openai-responses").decode_response(body)
+    decoded = create_api_adapter("openai-responses").decode_response(body)
     assert (decoded.text, decoded.tool_calls) == ("hmm Hi", 1)
     assert decoded.usage == Usage(3, 4, 1, None)
 
 
 def test_per_token_logprobs_say_how_many_tokens_a_delta_holds() -> None:
-    adapter = create_adapter("openai-responses")
+    adapter = create_api_adapter("openai-responses")
     delta = {"type": "response.output_text.delta", "item_id": "m", "output_index": 0,
              "content_index": 0, "delta": " big word", "sequence_number": 5}
     counted = adapter.decode_event(SSEEvent(json.dumps({**delta, "logprobs": [

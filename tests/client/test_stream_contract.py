@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.http_stream import END_COMPLETE, RawExchange
 from zerohop.client.measure import StreamDecode, build_record
 from zerohop.core.records import ClockAnchor, RequestRecord
@@ -57,7 +57,7 @@ def replay(path: Path) -> tuple[RequestRecord, list[bytes], dict[str, Any]]:
         end=END_COMPLETE,
     )
     record = RequestRecord(request_id="r1", workload="golden", api=spec["api"], model="m")
-    build_record(record, exchange, create_adapter(spec["api"]), ClockAnchor(0, 0))
+    build_record(record, exchange, create_api_adapter(spec["api"]), ClockAnchor(0, 0))
     return record, blocks, spec
 
 
@@ -139,7 +139,7 @@ def test_decoding_started_on_the_hot_path_ends_as_a_whole_decode_would(path: Pat
     answer text and the tool calls must be those of one decode of the whole stream,
     wherever the content began."""
     spec = json.loads(path.read_text(encoding="utf-8"))
-    adapter = create_adapter(spec["api"])
+    adapter = create_api_adapter(spec["api"])
     blocks = sse_blocks(path.with_suffix(".sse").read_bytes())
     reads = [((i + 1) * NS_PER_READ, block) for i, block in enumerate(blocks)]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import GenerationRequest
 from zerohop.client.structured_output import judge_answer, request_format
 from zerohop.core import records as rec
@@ -77,15 +77,15 @@ def test_the_openai_apis_carry_the_schema_and_the_others_refuse_it() -> None:
     fmt = request_format(PERSON, "json answers.v2")
     assert fmt == {"name": "json_answers_v2", "schema": PERSON, "strict": True}
     req = GenerationRequest(model="m", max_tokens=8, prompt="hi", response_format=fmt)
-    chat = json.loads(create_adapter("openai-chat").build_request(
+    chat = json.loads(create_api_adapter("openai-chat").build_request(
         req, api_key=None, request_id="r").body)
     assert chat["response_format"] == {"type": "json_schema", "json_schema": fmt}
-    responses = json.loads(create_adapter("openai-responses").build_request(
+    responses = json.loads(create_api_adapter("openai-responses").build_request(
         req, api_key=None, request_id="r").body)
     assert responses["text"] == {"format": {"type": "json_schema", **fmt}}
     for api in ("openai-completions", "anthropic"):
         with pytest.raises(ValueError, match=r"^response_format:"):
-            create_adapter(api).build_request(req, api_key=None, request_id="r")
+            create_api_adapter(api).build_request(req, api_key=None, request_id="r")
 
 
 @pytest.mark.parametrize("schema", [

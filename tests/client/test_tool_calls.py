@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.client.test_stream_contract import STREAMS_DIR, sse_blocks
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.http_stream import END_COMPLETE, RawExchange
 from zerohop.client.measure import build_record
 from zerohop.client.protocols import GenerationRequest, StreamedToolCall
@@ -38,7 +38,7 @@ def _replay(api: str, blocks: list[bytes], **collect: Any) -> RequestRecord:
     exchange = RawExchange(sent_ns=0, status=200, headers={}, reads=reads,
                            end_ns=(len(reads) + 1) * 1_000_000, end=END_COMPLETE)
     record = RequestRecord(request_id="r1", workload="w", api=api, model="m")
-    return build_record(record, exchange, create_adapter(api), ClockAnchor(0, 0), **collect)
+    return build_record(record, exchange, create_api_adapter(api), ClockAnchor(0, 0), **collect)
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED))
@@ -117,7 +117,7 @@ HISTORY = [
 
 def _body(api: str, **fields: Any) -> dict[str, Any]:
     request = GenerationRequest(model="m", max_tokens=8, messages=HISTORY, **fields)
-    return json.loads(create_adapter(api).build_request(request, api_key=None,
+    return json.loads(create_api_adapter(api).build_request(request, api_key=None,
                                                          request_id="r").body)
 
 
@@ -165,5 +165,5 @@ def test_arguments_that_are_no_object_are_refused_for_anthropic() -> None:
 def test_completions_has_no_tools() -> None:
     request = GenerationRequest(model="m", max_tokens=8, prompt="p", tools=TOOLS)
     with pytest.raises(ValueError, match="openai-completions has no tools"):
-        create_adapter("openai-completions").build_request(request, api_key=None,
+        create_api_adapter("openai-completions").build_request(request, api_key=None,
                                                            request_id="r")

@@ -48,7 +48,7 @@ FIGURES: tuple[tuple[str, str, str, str, object], ...] = (
      "SIZED_BY_USAGE", "usage"),
     ("docs/design.md", "| `estimate` | the embedded target's", "loadgen/prompt_sizing",
      "SIZED_BY_ESTIMATE", "estimate"),
-    ("docs/design.md", "SCHED_FIFO (priority 10", "sim/cli", "REALTIME_PRIORITY", 10),
+    ("docs/design.md", "SCHED_FIFO (priority 10", "sim/sim_command", "REALTIME_PRIORITY", 10),
     ("docs/design.md", "in the manifest (`load_stopped_ts`", "core/layout", "LOAD_STOPPED_KEY",
      "load_stopped_ts"),
     ("docs/design.md", "LoRA mixes are refused (exit 2)", "core/exit_codes", "EXIT_BAD_INPUT", 2),

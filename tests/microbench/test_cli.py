@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tests.microbench.fake_cupy import FakeGpu
 from tests.microbench.test_schema import document, stat
 from zerohop.cli import cli
-from zerohop.microbench.cli import microbench_command
+from zerohop.microbench.microbench_command import microbench_command
 from zerohop.microbench.schema import load_microbench, parse_microbench
 from zerohop.microbench.table import evaluate_goals, format_number, format_table
 

@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 from zerohop.analysis.compare import LogicalComparison  # noqa: E402
 from zerohop.analysis.policy import summarise_policy  # noqa: E402
-from zerohop.client.adapters import create_adapter  # noqa: E402
+from zerohop.client.api_adapters import create_api_adapter  # noqa: E402
 from zerohop.client.http_stream import Timeouts  # noqa: E402
 from zerohop.client.llm_client import LLMClient, RequestSpec  # noqa: E402
 from zerohop.client.policy import PolicyExecutor, RetryBudget, client_timeouts  # noqa: E402
@@ -132,7 +132,7 @@ def run_policy(name: str, args: argparse.Namespace, out: Path) -> Path:
         )
         sink = results.RecordSink(run_dir, "bench")
         anchor = ClockAnchor.now()
-        client = LLMClient(sim.url, create_adapter("openai-chat"), api_key=None,
+        client = LLMClient(sim.url, create_api_adapter("openai-chat"), api_key=None,
                            timeouts=client_timeouts(spec.policy, Timeouts()), anchor=anchor,
                            id_prefix=name)
         executors = [_executor(spec.policy, client, sink, seed) for seed in range(args.users)]

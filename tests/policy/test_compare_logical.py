@@ -15,7 +15,7 @@ from tests.policy.test_executor import Script, run
 from zerohop.analysis.compare import compare_runs
 from zerohop.core.records import RequestRecord
 from zerohop.report.build import build_comparison
-from zerohop.report.cli import compare_command
+from zerohop.report.report_commands import compare_command
 from zerohop.storage import run_folder as results
 from zerohop.storage.run_reader import load_run
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import LLMClient, RequestSpec
 from zerohop.client.policy import PolicyExecutor, client_timeouts
@@ -33,7 +33,7 @@ def stalling_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProces
 
 def _run(sim: SimProcess, policy_data: dict[str, object]) -> list[RequestRecord]:
     policy = Policy.model_validate(policy_data)
-    client = LLMClient(sim.url, create_adapter("openai-chat"), api_key=None,
+    client = LLMClient(sim.url, create_api_adapter("openai-chat"), api_key=None,
                        timeouts=client_timeouts(policy, Timeouts()), anchor=ClockAnchor.now())
     try:
         executor = PolicyExecutor(policy, attempt=client.execute, rng=random.Random(0))

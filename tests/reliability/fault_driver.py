@@ -23,7 +23,7 @@ import gevent  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
 from tests.reliability.fault_cases import FAULTS  # noqa: E402
-from zerohop.client.adapters import create_adapter  # noqa: E402
+from zerohop.client.api_adapters import create_api_adapter  # noqa: E402
 from zerohop.client.http_stream import Timeouts  # noqa: E402
 from zerohop.client.llm_client import LLMClient, RequestSpec  # noqa: E402
 from zerohop.client.protocols import GenerationRequest, HttpRequest  # noqa: E402
@@ -72,7 +72,7 @@ def main(url: str, closed_url: str, out_dir: Path, api: str, repeats: int) -> No
     sent: list[str] = []
     for case, fault in FAULTS.items():
         base = closed_url if fault == "REFUSED" else url
-        adapter = FaultAdapter(create_adapter(api), None if fault == "REFUSED" else fault)
+        adapter = FaultAdapter(create_api_adapter(api), None if fault == "REFUSED" else fault)
         for i in range(repeats):
             client = LLMClient(base, adapter, api_key=None, timeouts=TIMEOUTS,  # type: ignore[arg-type]
                                anchor=anchor, id_prefix=f"{api}-{case}-{i}")

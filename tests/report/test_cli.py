@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from tests.run_fixtures import RunFactory
 from zerohop.cli import cli
-from zerohop.report.cli import compare_command, report_command
+from zerohop.report.report_commands import compare_command, report_command
 
 
 def _bad(result: object, fragment: str) -> None:

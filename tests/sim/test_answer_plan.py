@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import ContentDelta, StreamItem, ToolCall, Usage
 from zerohop.client.sse import SSEParser
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
@@ -24,8 +24,8 @@ from zerohop.sim.answer_plan import (
 )
 from zerohop.sim.answer_shapes import PlannedChatShape, PlannedMessagesShape, shape_for
 from zerohop.sim.api_shapes import ChatShape, MessagesShape, WireShape
-from zerohop.sim.cli import sim_command
 from zerohop.sim.config import ConfigError, ReasoningConfig, ToolCallConfig, load_config
+from zerohop.sim.sim_command import sim_command
 from zerohop.sim.tokens import WORD_PIECE_BYTES, generated_text
 
 pytestmark = pytest.mark.unit
@@ -118,7 +118,7 @@ def stream(shape: WireShape, completion: int, reason: str) -> bytes:
 
 
 def decode(api: str, raw: bytes) -> list[StreamItem]:
-    parser, decoder = SSEParser(), create_adapter(api).new_stream_decoder()
+    parser, decoder = SSEParser(), create_api_adapter(api).new_stream_decoder()
     return [item for event in parser.feed(raw) for item in decoder.decode_event(event)]
 
 
@@ -196,7 +196,8 @@ def test_messages_cut_short_in_the_thinking_closes_its_block() -> None:
 def test_final_bodies_say_the_same() -> None:
     text = generated_text(0, 5)
     chat = PlannedChatShape("r1", "m", 1, True, AnswerPlan(2, TOOL, word_offset=0))
-    decoded = create_adapter("openai-chat").decode_response(chat.final_body(text, 20, 5, "stop"))
+    chat_adapter = create_api_adapter("openai-chat")
+    decoded = chat_adapter.decode_response(chat.final_body(text, 20, 5, "stop"))
     assert decoded.tool_calls == 1 and decoded.usage == Usage(20, 5, 2)
     body = json.loads(chat.final_body(text, 20, 5, "stop"))
     message = body["choices"][0]["message"]
@@ -209,7 +210,7 @@ def test_final_bodies_say_the_same() -> None:
     assert [b["type"] for b in body["content"]] == ["thinking", "tool_use"]
     assert body["content"][1]["input"] == {"city": generated_text(2, 3)}
     assert body["stop_reason"] == "tool_use"
-    assert create_adapter("anthropic").decode_response(
+    assert create_api_adapter("anthropic").decode_response(
         msg.final_body(text, 20, 5, "stop")).tool_calls == 1
 
 

@@ -84,7 +84,7 @@ def test_bad_route_is_one_line_exit_2() -> None:
     import subprocess
     import sys
 
-    res = subprocess.run([sys.executable, "-m", "zerohop.layer", "--upstream",
+    res = subprocess.run([sys.executable, "-m", "zerohop.proxy", "--upstream",
                           "http://127.0.0.1:1", "--route", "prefix_affinity", "--no-parse"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr

@@ -13,7 +13,7 @@ import anthropic
 import openai
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import LLMClient, RequestSpec
 from zerohop.client.protocols import GenerationRequest
@@ -46,7 +46,7 @@ def thinking_sim() -> Iterator[SimProcess]:
 
 def measure(sim: SimProcess, api: str, count: int, **extra: Any) -> list[RequestRecord]:
     """`count` requests through zerohop's client, as a load test sends them."""
-    client = LLMClient(sim.url, create_adapter(api), api_key=None, timeouts=Timeouts(),
+    client = LLMClient(sim.url, create_api_adapter(api), api_key=None, timeouts=Timeouts(),
                        anchor=ClockAnchor.now())
     try:
         generation = GenerationRequest(model=MODEL, max_tokens=40, messages=MESSAGES, **extra)

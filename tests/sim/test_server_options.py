@@ -9,9 +9,9 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from zerohop.layer.cli import proxy_command
-from zerohop.sim.cli import sim_command
+from zerohop.proxy.proxy_command import proxy_command
 from zerohop.sim.launcher import start_sim
+from zerohop.sim.sim_command import sim_command
 
 from .conftest import MODEL
 from .wire import request

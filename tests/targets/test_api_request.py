@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import UnfitRequest, generation_for, to_request_spec
 from zerohop.workloads.plans import make_planner
 from zerohop.workloads.yaml_io import load_workload_file
@@ -47,7 +47,7 @@ def test_every_api_gets_the_prompt_in_its_own_shape(tmp_path: Path, api: str, fi
                                                     ) -> None:
     planned = _planned(tmp_path, _SPEC)
     spec = to_request_spec(planned, api, "m")
-    body = json.loads(create_adapter(api).build_request(
+    body = json.loads(create_api_adapter(api).build_request(
         spec.generation, api_key=None, request_id="r").body)
     if field == "prompt":
         assert body["prompt"] == planned.prompt and "messages" not in body
@@ -60,7 +60,7 @@ def test_every_api_gets_the_prompt_in_its_own_shape(tmp_path: Path, api: str, fi
 def test_token_ids_go_as_ids_on_completions_and_are_refused_on_chat(tmp_path: Path) -> None:
     planned = _planned(tmp_path, _IDS_SPEC)
     generation = generation_for(planned, "openai-completions", "m")
-    body = json.loads(create_adapter("openai-completions").build_request(
+    body = json.loads(create_api_adapter("openai-completions").build_request(
         generation, api_key=None, request_id="r").body)
     assert body["prompt"] == planned.token_ids and len(body["prompt"]) == 32
     with pytest.raises(UnfitRequest, match="token ids"):

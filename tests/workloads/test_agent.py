@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import UnfitRequest, to_request_spec
 from zerohop.core import records as rec
 from zerohop.sim import tokens as sim_tokens
@@ -201,7 +201,7 @@ def test_the_openai_chat_request_carries_ids_names_arguments_and_tools_exactly()
     spec = to_request_spec(model.sent[-1], "openai-chat", "m")
     assert (spec.session_id, spec.agent_step, spec.agent_max_steps, spec.turn) == (
         loop.session_id, 3, 4, None)
-    body = json.loads(create_adapter("openai-chat").build_request(
+    body = json.loads(create_api_adapter("openai-chat").build_request(
         spec.generation, api_key=None, request_id="r").body)
     assert body["tools"] == [t.request_entry() for t in _spec().tools]
     assert body["tool_choice"] == "auto"
@@ -219,7 +219,7 @@ def test_the_anthropic_request_has_tool_use_and_tool_result_blocks() -> None:
     model = FakeModel(call_at=(1, 2), calls_per_step=2)
     run_agent_loop(loop, model.send, lambda _s: None)
     spec = to_request_spec(model.sent[-1], "anthropic", "m")
-    body = json.loads(create_adapter("anthropic").build_request(
+    body = json.loads(create_api_adapter("anthropic").build_request(
         spec.generation, api_key=None, request_id="r").body)
     assert body["tools"] == [{
         "name": t.function.name, "description": t.function.description,

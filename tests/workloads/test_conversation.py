@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.workloads.conftest import trace_path
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import to_request_spec
 from zerohop.sim import tokens as sim_tokens
 from zerohop.workloads.conversation import TurnResult, run_session
@@ -141,14 +141,14 @@ def test_completions_get_the_history_flattened_and_chat_apis_get_messages() -> N
     last = target.sent[-1]
     assert last.prompt == "\n\n".join(m["content"] for m in last.messages)
     assert target.answers[0] in last.prompt
-    body = json.loads(create_adapter("openai-completions").build_request(
+    body = json.loads(create_api_adapter("openai-completions").build_request(
         to_request_spec(last, "openai-completions", "m").generation, api_key=None,
         request_id="r").body)
     assert body["prompt"] == last.prompt
     for api in ("openai-chat", "anthropic"):
         spec = to_request_spec(last, api, "m")
         assert (spec.session_id, spec.turn) == (last.session_id, last.turn)
-        body = json.loads(create_adapter(api).build_request(
+        body = json.loads(create_api_adapter(api).build_request(
             spec.generation, api_key=None, request_id="r").body)
         assert body["messages"] == last.messages
 

@@ -54,7 +54,7 @@ class RequestSpec:
 
     workload: str
     generation: GenerationRequest
-    adapter: str | None = None
+    adapter: str | None = None  # the LoRA adapter asked for (the API's is LLMClient.api_adapter)
     target_input_tokens: int | None = None
     scheduled_perf_ns: int | None = None
     # an open loop under --max-concurrency: how long the arrival waited for a slot
@@ -90,7 +90,7 @@ class LLMClient:
     def __init__(
         self,
         base_url: str,
-        adapter: ApiAdapter,
+        api_adapter: ApiAdapter,
         *,
         api_key: str | None,
         timeouts: Timeouts,
@@ -101,7 +101,7 @@ class LLMClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.arm_urls = {arm: url.rstrip("/") for arm, url in (arm_urls or {}).items()}
-        self.adapter = adapter
+        self.api_adapter = api_adapter
         self._api_key = api_key
         self.timeouts = timeouts
         self.anchor = anchor
@@ -113,7 +113,7 @@ class LLMClient:
         self._sleep0 = cooperative_sleep0()
 
     def __repr__(self) -> str:  # never show the key
-        return f"LLMClient({self.base_url!r}, api={self.adapter.name!r})"
+        return f"LLMClient({self.base_url!r}, api={self.api_adapter.name!r})"
 
     def _pause(self) -> None:
         """Every ~100 µs of decoding (see measure.build_record): read what the other
@@ -133,7 +133,7 @@ class LLMClient:
         killed mid-request (end of run) raises GreenletExit after recording `cancelled`
         through `cancelled_record` in the caller."""
         rid = request_id or self.new_request_id()
-        record = spec_record(spec, rid, self.adapter.name)
+        record = spec_record(spec, rid, self.api_adapter.name)
         # structured output is judged on the answer's text: collect it even when the
         # caller keeps none (a conversation keeps its own, for the next turn's history)
         answer = spec.answer if spec.answer is not None or spec.response_schema is None else []
@@ -141,15 +141,15 @@ class LLMClient:
             answer.clear()
         if spec.tool_calls is not None:
             spec.tool_calls.clear()
-        http_request = self.adapter.build_request(
+        http_request = self.api_adapter.build_request(
             spec.generation, api_key=self._api_key, request_id=rid, stream=True
         )
         collect_calls = spec.tool_calls is not None
         exchange, scan = self._exchange(
             http_request, self.url_of(spec.arm),
-            lambda: StreamDecode(self.adapter, answer=answer, collect_calls=collect_calls))
+            lambda: StreamDecode(self.api_adapter, answer=answer, collect_calls=collect_calls))
         build_record(
-            record, exchange, self.adapter, self.anchor,
+            record, exchange, self.api_adapter, self.anchor,
             scheduled_perf_ns=spec.scheduled_perf_ns, queue_wait_ns=spec.queue_wait_ns,
             pause=self._pause, answer=answer,
             tool_calls=spec.tool_calls, scan=scan,

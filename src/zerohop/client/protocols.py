@@ -8,7 +8,7 @@ per-stream decoder turns each `SSEEvent` into typed `StreamItem`s (content, usag
 in-stream error, terminator). Malformed or unexpected payloads raise `ProtocolError`,
 which the caller records as the `protocol_error` outcome. Nothing here does I/O. The
 adapters themselves live in `openai_adapters` and `anthropic_adapter`;
-`client.adapters.create_adapter` picks one by the API's name (`core.apis`).
+`client.adapters.create_api_adapter` picks one by the API's name (`core.apis`).
 
 Usage semantics: `Usage` fields are cumulative counts as the server last reported them;
 `None` means "this event did not say". A stream decoder merges what earlier events of

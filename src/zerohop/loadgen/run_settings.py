@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from zerohop.core.apis import API_NAMES, DEFAULT_API
-from zerohop.layer.routing import ROUTES
+from zerohop.proxy.routing import ROUTES
 from zerohop.workloads.kinds import KIND_CLASS_NAMES
 from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
 

@@ -149,7 +149,7 @@ def with_resolved_adapters(spec: Any, adapters: list[str] | None) -> Any:
     derived spec; the validated one is not changed)."""
     if not adapters or getattr(spec, "adapters", None) is None or not spec.adapters.from_target:
         return spec
-    from zerohop.workloads.adapters import AdapterSet
+    from zerohop.workloads.lora_selection import AdapterSet
 
     return spec.model_copy(update={"adapters": AdapterSet(names=list(adapters))})
 

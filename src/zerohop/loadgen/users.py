@@ -97,7 +97,7 @@ def new_policy_executor(environment: Any, client: LLMClient, binding: WorkloadBi
         except (GreenletExit, KeyboardInterrupt, SystemExit):
             # killed at the end of the run (or interrupted): the record is kept
             rt.counters.cancelled += 1
-            rt.emit(cancelled_record(one, request_id, client.adapter.name, client.anchor,
+            rt.emit(cancelled_record(one, request_id, client.api_adapter.name, client.anchor,
                                      sent_ns))
             raise
         finally:

@@ -14,7 +14,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import to_request_spec
 from zerohop.client.arms import ArmAssigner
 from zerohop.client.http_stream import Timeouts
@@ -72,7 +72,7 @@ class WorkloadBinding:
     def new_client(self, environment: Any) -> LLMClient:
         return LLMClient(
             environment.host,
-            create_adapter(self.api),
+            create_api_adapter(self.api),
             api_key=api_key_from_env(self.api),
             timeouts=client_timeouts(self.spec.policy, Timeouts(
                 ttft_s=float(opt.option(environment, "zh_ttft_timeout")),
@@ -188,7 +188,7 @@ def sizing_for(environment: Any, api: str, model: str) -> PromptSizing:
     api_key = api_key_from_env(api)
 
     def by_usage() -> PromptSizing:
-        adapter = create_adapter(api)
+        adapter = create_api_adapter(api)
         client = LLMClient(environment.host, adapter, api_key=api_key,
                            timeouts=Timeouts(ttft_s=120, stall_s=60, total_s=300),
                            anchor=rt.anchor, reactor=rt.reactor())

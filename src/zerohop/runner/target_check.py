@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from zerohop.client.adapters import create_adapter
+from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import GenerationRequest
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 
@@ -53,7 +53,7 @@ def check_llm_target(host: str, api: str) -> None:
 def api_path(api: str) -> str:
     """The path the API's requests go to (/v1/chat/completions, /v1/messages, ...)."""
     probe = GenerationRequest(model="preflight", max_tokens=1, prompt=".")
-    return create_adapter(api).build_request(probe, api_key=None, request_id="preflight").path
+    return create_api_adapter(api).build_request(probe, api_key=None, request_id="preflight").path
 
 
 def _lists_models(answer: Answer) -> bool:

@@ -1,5 +1,5 @@
 """`python -m zerohop.sim` runs `zerohop sim`."""
 
-from zerohop.sim.cli import sim_command
+from zerohop.sim.sim_command import sim_command
 
 sim_command(prog_name="zerohop sim")

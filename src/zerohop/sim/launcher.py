@@ -3,7 +3,7 @@
     with start_sim(["--gpu", "h100-sxm", "--model", "llama-3-8b"]) as sim:
         client = OpenAI(base_url=sim.url + "/v1", api_key="x")
 
-The child is `python -m zerohop.sim ...` (or `-m zerohop.layer`) with the same
+The child is `python -m zerohop.sim ...` (or `-m zerohop.proxy`) with the same
 interpreter, in a new session (its own process group); it reports the port it bound via
 `--port-file` (port 0 = the OS picks), and `start_sim` returns once `/health` answers
 200. On failure the error carries the tail of the child's stderr. `stop()` sends
@@ -104,12 +104,12 @@ def start_proxy(
     env: Mapping[str, str] | None = None,
     startup_timeout_s: float = 30,
 ) -> SimProcess:
-    """Run the layer proxy (`python -m zerohop.layer`) in front of `upstream_url` (or of
+    """Run the layer proxy (`python -m zerohop.proxy`) in front of `upstream_url` (or of
     several upstreams, in that order: the layer's r0, r1, ...)."""
     urls = [upstream_url] if isinstance(upstream_url, str) else list(upstream_url)
     extra = [*(a for url in urls for a in ("--upstream", url)), "--port", str(port)]
     return _start(
-        "zerohop.layer", [*args, *extra], env=env, startup_timeout_s=startup_timeout_s
+        "zerohop.proxy", [*args, *extra], env=env, startup_timeout_s=startup_timeout_s
     )
 
 

@@ -31,7 +31,6 @@ from typing import Any, Literal
 import zerohop
 from zerohop.core.layout import TELEMETRY_FILE
 from zerohop.core.records import ClockAnchor
-from zerohop.telemetry.agent import AgentConfig, TelemetryAgent
 from zerohop.telemetry.client_process import (
     LoopLagProbe,
     gevent_is_patched,
@@ -41,6 +40,7 @@ from zerohop.telemetry.client_process import (
 )
 from zerohop.telemetry.nvml_api import NvmlApi
 from zerohop.telemetry.samples import Sample, TelemetryClock
+from zerohop.telemetry.sampling_agent import AgentConfig, TelemetryAgent
 from zerohop.telemetry.spec import LoadgenSource, PromSource, SourceSpec
 from zerohop.telemetry.store import (
     COLUMNS,
@@ -158,7 +158,7 @@ class TelemetryRecorder:
         import_root = str(Path(next(iter(zerohop.__path__))).parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (import_root, env.get("PYTHONPATH")) if p)
         self._child = subprocess.Popen(
-            [sys.executable, "-m", "zerohop.telemetry.agent"],
+            [sys.executable, "-m", "zerohop.telemetry.sampling_agent"],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
         )
         self._send(config.model_dump_json())

@@ -18,7 +18,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 
 from zerohop.core.apis import ApiName
-from zerohop.workloads.adapters import AdapterSet, adapters_shorthand
 from zerohop.workloads.agent_spec import AgentSpec
 from zerohop.workloads.data_paths import resolve_input_path
 from zerohop.workloads.distributions import (
@@ -28,6 +27,7 @@ from zerohop.workloads.distributions import (
     UniformDist,
 )
 from zerohop.workloads.load_spec import AnyLoad, ClosedLoad, ClosedOrOpenLoad, ThinkTime, TraceLoad
+from zerohop.workloads.lora_selection import AdapterSet, adapters_shorthand
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.session_specs import ConversationSource, PrefixPool, SyntheticConversations
 from zerohop.workloads.workload_base import SloSpec, TextPromptWorkload, WorkloadBase

@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from zerohop.workloads.adapters import AdapterSet
 from zerohop.workloads.agent_spec import FunctionDefinition, ToolDefinition
 from zerohop.workloads.distributions import FixedDist, LognormalDist, NormalDist, UniformDist
 from zerohop.workloads.kinds import (
@@ -45,6 +44,7 @@ from zerohop.workloads.load_spec import (
     StepShape,
     TraceLoad,
 )
+from zerohop.workloads.lora_selection import AdapterSet
 from zerohop.workloads.policy_spec import (
     BackoffSpec,
     ContinuationSpec,

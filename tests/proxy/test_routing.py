@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from zerohop.layer.proxy import LayerConfig
-from zerohop.layer.routing import (
+from zerohop.proxy.proxy import LayerConfig
+from zerohop.proxy.routing import (
     BLOCK_CHARS,
     LeastLoaded,
     PrefixAffinity,

@@ -1,4 +1,4 @@
-"""`zerohop proxy` (also `python -m zerohop.layer`): the layer under test, an extra
+"""`zerohop proxy` (also `python -m zerohop.proxy`): the layer under test, an extra
 HTTP hop in front of an engine."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
-from zerohop.layer.proxy import LayerConfig, serve_proxy
-from zerohop.layer.routing import ROUTES
+from zerohop.proxy.proxy import LayerConfig, serve_proxy
+from zerohop.proxy.routing import ROUTES
 from zerohop.sim.http_server import run_server
 
 

@@ -15,6 +15,6 @@ _ADAPTERS: dict[str, type[ApiAdapter]] = {
 }
 
 
-def create_adapter(name: str) -> ApiAdapter:
+def create_api_adapter(name: str) -> ApiAdapter:
     """The adapter for an API name; unknown names list the valid ones."""
     return _ADAPTERS[api_spec(name).name]()  # api_spec: ValueError naming the valid APIs

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from zerohop.layer.proxy import LayerConfig, LayerProxy
+from zerohop.proxy.proxy import LayerConfig, LayerProxy
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 """The telemetry agent: every sampler in its own real thread, each with its own sink.
 
 It runs either inside the calling process (`TelemetryAgent`, real OS threads) or, by
-default, as a child process (`python -m zerohop.telemetry.agent`) so that parsing
+default, as a child process (`python -m zerohop.telemetry.sampling_agent`) so that parsing
 /metrics and NVML calls never hold the load generator's GIL. The child reads one JSON
 config line on stdin, then waits for `stop`; end of stdin also means stop, so a parent
 killed with -9 never leaves an agent behind. The child stamps samples with the parent's

@@ -20,7 +20,7 @@ which one it chose in the same header: `server-timing: layer;dur=5.1, route;desc
 If the upstream ends a response early (dropped or reset connection), the proxy does
 the same to its client, so faults pass through the layer unchanged.
 
-Run: `zerohop proxy --upstream http://127.0.0.1:8000 --port 8001` (or `python -m zerohop.layer`);
+Run: `zerohop proxy --upstream http://127.0.0.1:8000 --port 8001` (or `python -m zerohop.proxy`);
 `zerohop proxy --upstream URL1 --upstream URL2 --route prefix_affinity` routes.
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from zerohop.core.http_chunked import ChunkedDecoder
-from zerohop.layer.routing import ROUTES, make_router
+from zerohop.proxy.routing import ROUTES, make_router
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 
 HOP_BY_HOP = {
