@@ -1,12 +1,13 @@
 """Cold-start cost of zerohop's processes: what a user pays before the first flag is read,
 and what every Locust process `zerohop run` starts pays before its first request.
 
-Each command starts a fresh interpreter; the commands alternate, round after round, so a
-busy moment on the machine falls on all of them alike. Printed per command: the median
-wall time and the median CPU time (user + system of the child) over the rounds.
+Each command starts a fresh interpreter; the commands (and the checkouts, given several)
+alternate, round after round, so a busy moment on the machine falls on all of them
+alike. Printed per command: the median wall time and the median CPU time (user + system
+of the child) over the rounds.
 
     python tests/bench/bench_cold_start.py                        # this checkout
-    python tests/bench/bench_cold_start.py --python /other/.venv/bin/python --cwd /other
+    python tests/bench/bench_cold_start.py --tree /before --tree .   # before and after
 
 `run --users 0` is a refused input (exit 2): it measures the imports `zerohop run`
 makes before it can say so. The locustfile import runs every shipped locustfile in
@@ -19,11 +20,11 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+PYTHON = Path(".venv/bin/python")  # each checkout's own interpreter and packages
 
 LOCUSTFILES = ("import glob, runpy; "
                "[runpy.run_path(p) for p in sorted(glob.glob('loadtests/[!_]*.py'))]")
@@ -48,29 +49,32 @@ def timed(python: str, args: list[str], cwd: Path) -> tuple[float, float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=sys.executable, help="interpreter to time")
-    parser.add_argument("--cwd", type=Path, default=REPO, help="checkout to run in")
+    parser.add_argument("--tree", type=Path, action="append",
+                        help="a checkout with its .venv (repeatable; default: this one)")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    trees = [tree.resolve() for tree in args.tree or [REPO]]
+    runs = [(tree, name) for tree in trees for name in COMMANDS]
 
-    walls: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    cpus: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    codes: dict[str, set[int]] = {name: set() for name in COMMANDS}
-    for command in COMMANDS.values():  # one unmeasured start each: a warm disk cache
-        timed(args.python, command, args.cwd)
+    walls: dict[tuple[Path, str], list[float]] = {run: [] for run in runs}
+    cpus: dict[tuple[Path, str], list[float]] = {run: [] for run in runs}
+    codes: dict[tuple[Path, str], set[int]] = {run: set() for run in runs}
+    for tree, name in runs:  # one unmeasured start each: a warm disk cache
+        timed(str(tree / PYTHON), COMMANDS[name], tree)
     for _ in range(args.rounds):
-        for name, command in COMMANDS.items():
-            wall, cpu, code = timed(args.python, command, args.cwd)
-            walls[name].append(wall)
-            cpus[name].append(cpu)
-            codes[name].add(code)
+        for run in runs:
+            tree, name = run
+            wall, cpu, code = timed(str(tree / PYTHON), COMMANDS[name], tree)
+            walls[run].append(wall)
+            cpus[run].append(cpu)
+            codes[run].add(code)
 
-    print(f"{args.python} in {args.cwd}, median of {args.rounds} alternating rounds")
-    print(f"{'command':<24} {'wall s':>8} {'CPU s':>8}  exit")
-    for name in COMMANDS:
-        print(f"{name:<24} {statistics.median(walls[name]):8.3f} "
-              f"{statistics.median(cpus[name]):8.3f}  {sorted(codes[name])}")
-
+    print(f"median of {args.rounds} alternating rounds")
+    print(f"{'checkout':<24} {'command':<24} {'wall s':>8} {'CPU s':>8}  exit")
+    for run in runs:
+        tree, name = run
+        print(f"{tree!s:<24} {name:<24} {statistics.median(walls[run]):8.3f} "
+              f"{statistics.median(cpus[run]):8.3f}  {sorted(codes[run])}")
 
 if __name__ == "__main__":
     main()
