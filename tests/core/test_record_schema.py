@@ -24,7 +24,7 @@ from zerohop.core.records import (
     entry,
     record_columns,
 )
-from zerohop.storage.run_folder import ARROW_TYPES, requests_schema
+from zerohop.storage.run_folder import arrow_types, requests_schema
 
 pytestmark = pytest.mark.unit
 # Catalogue groups that are run rates or per-user rates, not a column of the record.
@@ -59,11 +59,11 @@ def test_a_field_without_an_entry_or_of_an_unstorable_type_is_refused() -> None:
 
 
 def test_the_parquet_schema_is_the_records() -> None:
-    assert set(ARROW_TYPES) == set(KINDS)
+    assert set(arrow_types()) == set(KINDS)
     schema = requests_schema()
     assert schema.names == list(RECORD_FIELDS)
     for c in RECORD_COLUMNS:
-        assert schema.field(c.name).type == ARROW_TYPES[c.kind], c.name
+        assert schema.field(c.name).type == arrow_types()[c.kind], c.name
     assert schema.field("ttft_ms").type == pa.float64()
     assert schema.field("output_tokens").type == pa.int64()
     assert schema.field("tokens_per_event").type == pa.list_(pa.int64())

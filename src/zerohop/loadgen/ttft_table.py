@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from zerohop.analysis.quantiles import describe
 from zerohop.core.layout import REQUESTS_FILE
@@ -24,7 +23,10 @@ PERCENTILES = ("p50", "p90", "p99")
 
 def ttft_table_lines(run_dir: Path) -> list[str]:
     """The table's lines: one row per workload, then `Aggregated` when there are
-    several; ok requests only, as in the report. Empty when nothing has a TTFT."""
+    several; ok requests only, as in the report. Empty when nothing has a TTFT.
+    pyarrow loads here, once the run has ended: a Locust worker never loads it."""
+    import pyarrow.parquet as pq
+
     path = run_dir / REQUESTS_FILE
     if not path.is_file():
         return []

@@ -19,15 +19,15 @@ import time
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from zerohop.core import json_codec, records
 from zerohop.core.layout import MANIFEST_FILE, RECORDS_DIR, REQUESTS_FILE
 from zerohop.core.redaction import known_secrets, redact, scrub
 from zerohop.storage.jsonl import JsonlAppender, read_jsonl_folder
+
+if TYPE_CHECKING:  # pyarrow loads where Parquet is written: not in a Locust worker
+    import pyarrow as pa
 
 FLUSH_INTERVAL_S = 0.5
 
@@ -180,22 +180,27 @@ def _json_default(value: Any) -> Any:
 
 
 # --- consolidation --------------------------------------------------------------------
-# The Parquet type of each kind of record field (core/records.py: the fields and kinds).
-ARROW_TYPES: dict[str, pa.DataType] = {
-    "str": pa.string(),
-    "float": pa.float64(),
-    "int": pa.int64(),
-    "bool": pa.bool_(),
-    "list[float]": pa.list_(pa.float64()),
-    "list[int]": pa.list_(pa.int64()),
-}
+def arrow_types() -> dict[str, pa.DataType]:
+    """The Parquet type of each kind of record field (core/records.py: the fields and
+    kinds); built when asked, so that importing this module does not load pyarrow."""
+    import pyarrow as pa
+
+    return {
+        "str": pa.string(),
+        "float": pa.float64(),
+        "int": pa.int64(),
+        "bool": pa.bool_(),
+        "list[float]": pa.list_(pa.float64()),
+        "list[int]": pa.list_(pa.int64()),
+    }
 
 
 def requests_schema() -> pa.Schema:
     """requests.parquet's schema: one column per record field, typed by its kind."""
-    return pa.schema(
-        [pa.field(c.name, ARROW_TYPES[c.kind]) for c in records.RECORD_COLUMNS]
-    )
+    import pyarrow as pa
+
+    types = arrow_types()
+    return pa.schema([pa.field(c.name, types[c.kind]) for c in records.RECORD_COLUMNS])
 
 
 def read_record_rows(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
@@ -214,6 +219,9 @@ def read_record_rows(run_dir: Path) -> tuple[list[dict[str, Any]], int]:
 
 def consolidate(run_dir: Path) -> Path:
     """Write `requests.parquet` from the JSONL sinks (idempotent)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     rows, _bad = read_record_rows(run_dir)
     schema = requests_schema()
     columns: dict[str, list[Any]] = {}

@@ -7,16 +7,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from zerohop.analysis.run_data import ReportInputError
 from zerohop.core.layout import REQUESTS_FILE, SELFCHECK_FILE
 from zerohop.storage.jsonl import without_nan
 from zerohop.storage.run_folder import read_record_rows, update_manifest
+
+if TYPE_CHECKING:  # pandas and pyarrow load only where a self-check reads (~0.5 s)
+    import pandas as pd
 
 CLIENT_TIMING_COLUMNS = (
     "request_id", "outcome", "sent_ts", "first_content_ts", "end_ts", "content_events",
@@ -27,6 +25,12 @@ CLIENT_TIMING_COLUMNS = (
 def read_client_timings(run_dir: Path) -> pd.DataFrame:
     """The columns of a run's records that the ground-truth join needs: from
     requests.parquet, or from the record sinks of a run that never consolidated."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from zerohop.analysis.run_data import ReportInputError
+
     path = Path(run_dir) / REQUESTS_FILE
     if path.is_file():
         try:
@@ -40,6 +44,8 @@ def read_client_timings(run_dir: Path) -> pd.DataFrame:
 
 def read_ground_truth(path: Path) -> pd.DataFrame:
     """The target's ground-truth JSONL, one row per request (a torn line is skipped)."""
+    import pandas as pd
+
     rows: list[dict[str, Any]] = []
     if Path(path).is_file():
         with open(path, encoding="utf-8", errors="replace") as handle:
