@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -47,7 +47,8 @@ class BucketWindow:
 @dataclass(frozen=True)
 class PhaseShares:
     """Per request (aligned with the requests frame): estimate and bucket edges in
-    ms, NaN where no scrape interval covered the request's end."""
+    ms, NaN where no window covered the request's end (a window reaches over the
+    intervals after it in which the server observed nothing)."""
 
     family: str
     estimate_ms: np.ndarray
@@ -78,13 +79,20 @@ def histogram_windows(telemetry: pd.DataFrame, family: str) -> list[BucketWindow
         stamps = table.index.to_numpy(dtype=float)
         total = sums[sums["source"].astype(str) == source].groupby("ts")["value"].sum()
         total = total.reindex(stamps).to_numpy(dtype=float)
+        last: int | None = None  # this endpoint's latest window in `windows`
         for i in range(1, len(stamps)):
             before, now = counts[i - 1], counts[i]
             reset = bool((now < before).any())
             delta = now if reset else now - before  # a reset: the histogram counts anew
             if delta[-1] <= 0:
+                # nothing observed: the server counts a request before its last bytes
+                # reach the client, so one whose end the client saw in this interval
+                # was counted in the window before; that window reaches over it
+                if last is not None and not reset:
+                    windows[last] = replace(windows[last], end_ts=float(stamps[i]))
                 continue
             added = total[i] if reset else total[i] - total[i - 1]
+            last = len(windows)
             windows.append(BucketWindow(float(stamps[i - 1]), float(stamps[i]), bounds,
                                         np.maximum.accumulate(delta), added / delta[-1]))
     return windows
