@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 from tests.loadgen.conftest import only_run_dir
-from zerohop.runner.console_summary import analyse
+from zerohop.analysis.run_analysis import analyse_run
+from zerohop.storage.run_reader import load_run
 from zerohop.workloads.traces import read_trace
 
 pytestmark = pytest.mark.integration  # real Locust processes and the embedded target
@@ -102,7 +103,7 @@ FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 16\nmax_tokens: 8\
 
 def test_a_cpu_hog_beside_the_client_still_flags_the_run(tmp_path: Path) -> None:
     run = _run(tmp_path, FLOOD, FLOOD_CLASS, CPU_HOG)
-    fidelity = analyse(run).fidelity
+    fidelity = analyse_run(load_run(run)).fidelity
     assert any("load generator loop lag" in r for r in fidelity.reasons), fidelity.reasons
     assert fidelity.loop_lag_p99_ms >= 90.0  # the hog's 100 ms holds, as measured
 

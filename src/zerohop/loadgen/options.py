@@ -13,7 +13,7 @@ from typing import Any
 
 from zerohop.client.arms import parse_arm_hosts
 from zerohop.core.apis import DEFAULT_API
-from zerohop.core.slo import parse_slo_text
+from zerohop.core.slo import parse_slo_mapping, parse_slo_text, slo_text
 from zerohop.loadgen.run_settings import flag_of
 from zerohop.workloads.local_tokenizer import LocalTokenizer, load_local_tokenizer
 
@@ -125,7 +125,7 @@ _FROM_PLAN: dict[str, Callable[[dict[str, Any]], Any]] = {
     "zh_workload": lambda plan: list(plan["workloads"]),
     "zh_api": lambda plan: plan["api"],
     "zh_model": lambda plan: plan["model"],
-    "zh_slo": lambda plan: ",".join(f"{k}={v:g}" for k, v in plan["slo"].items()),
+    "zh_slo": lambda plan: slo_text(parse_slo_mapping(plan["slo"], "plan.json slo")),
     "zh_telemetry": lambda plan: plan["telemetry"],
     "zh_seed": lambda plan: plan["seed"],
     "zh_tokenizer": lambda plan: plan["tokenizer"] or "",

@@ -1,25 +1,19 @@
 """The short summary `zerohop run` prints, and its SLO verdict (exit code 1 on a miss).
 
-Computed by the report's own analysis (`report.analysis`), so the terminal and the page
-can never disagree."""
+Read from the run's one analysis (`analysis/run_analysis`), the report's too, so the
+terminal and the page can never disagree."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import click
 
-from zerohop.analysis.run_analysis import RunAnalysis, analyse_run
+from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import PER_USER_OUTPUT_RATE
 from zerohop.report import formatting as fmt
 from zerohop.report.present_headline import load_checks
-from zerohop.storage.run_reader import load_run
-
-
-def analyse(run_dir: Path) -> RunAnalysis:
-    return analyse_run(load_run(run_dir))
 
 
 def slo_verdict(analysis: RunAnalysis) -> dict[str, Any]:
