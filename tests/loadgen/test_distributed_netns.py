@@ -257,9 +257,9 @@ def test_a_worker_cut_off_mid_run_is_named_and_its_records_kept(lab: NetworkLab,
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "partial", manifest
     (failed,) = manifest["workers_failed"]
-    assert failed["worker_index"] == LOST, failed
+    assert failed["worker_index"] == LOST and failed["worker"] == tags[LOST], failed
     assert "stopped answering (no heartbeat)" in failed["reason"], failed
-    assert f"worker {LOST} stopped answering" in manifest["end_reason"]
+    assert f"worker {LOST} ({tags[LOST]}) stopped answering" in manifest["end_reason"]
 
     df = pd.read_parquet(run_dir / "requests.parquet")
     assert df.request_id.is_unique

@@ -19,7 +19,7 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKE
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.core.redaction import known_secrets, scrub
 from zerohop.loadgen import options as opt
-from zerohop.loadgen import quiet_hub
+from zerohop.loadgen import quiet_hub, worker_health
 from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
 from zerohop.loadgen.ttft_table import log_ttft_table
@@ -89,7 +89,6 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
 
         install_web_tab(environment, rt)
     if rt.role == "master":
-        from zerohop.loadgen import worker_health
 
         runner.register_message(MSG_RECORDS, lambda msg, **kw: _master_receive(rt, msg))
         runner.register_message(MSG_DRAINED, lambda msg, **kw: _master_drained(rt, msg))
@@ -234,6 +233,7 @@ def _telemetry_sources(environment: Any) -> list[Any]:
 # --- master side of the record flow ---------------------------------------------------
 def _master_receive(rt: ProcessRuntime, msg: Any) -> None:
     data = msg.data or {}
+    worker_health.note_process(rt, msg.node_id, data.get("rows", []))
     if rt.sink is not None:
         rt.sink.add_many(data.get("rows", []))
     if rt.live is not None:
@@ -274,7 +274,6 @@ def _on_test_start(environment: Any, **_: Any) -> None:
     if rt.role in ("local", "master"):
         _start_telemetry(environment, rt)
     if rt.role == "master":
-        from zerohop.loadgen import worker_health
 
         worker_health.start_watch(environment.runner, rt)
     if rt.role == "worker":
@@ -303,7 +302,6 @@ def _prepare_worker(environment: Any, rt: ProcessRuntime) -> None:
     """A worker runs what the master decided (never its own guess), and when its set-up
     fails it tells the master why before it goes (loadgen.worker_health)."""
     from zerohop.loadgen import selection as sel
-    from zerohop.loadgen import worker_health
 
     try:
         decision = sel.received(environment, rt)
@@ -379,7 +377,6 @@ def _on_test_stopping(environment: Any, **_: Any) -> None:
         if alive.issubset(rt.extras["drained"].keys()):
             break
         gevent.sleep(0.05)
-    from zerohop.loadgen import worker_health
 
     worker_health.stop_watch(runner, rt)
     _end_loop_lag(rt)
@@ -448,7 +445,6 @@ def _on_quitting(environment: Any, **_: Any) -> None:
 def _end_state(environment: Any, rt: ProcessRuntime) -> tuple[str, str, list[Any]]:
     """(status, end_reason, failed workers). A worker that failed or left early makes
     the run `partial`, names itself in the end reason, and sets the exit code."""
-    from zerohop.loadgen import worker_health
 
     failed: list[Any] = []
     if rt.role == "master":

@@ -5,8 +5,9 @@ spreads the users over the others and exits 0 with a clean summary, so a run tha
 half its load generators (and every workload one of them held) looked complete. Here
 the master remembers the workers it started with, watches them for the whole measured
 window, and hears a worker's own last words when it can say them (its test_start
-failed: `zerohop:worker_failed`). Each failure is kept with the worker's index and the
-reason; at the end the manifest says `status: partial` and lists them, the summary
+failed: `zerohop:worker_failed`). Each failure is kept with the worker's index, the
+`<host>:<pid>` its records carry in `worker` (learnt from its first batch: Locust's
+index follows the order workers connect, which no user can see) and the reason; at the end the manifest says `status: partial` and lists them, the summary
 names them, and the exit code is `core.exit_codes.EXIT_WORKER_FAILED`.
 """
 
@@ -26,7 +27,7 @@ _STATE = "worker_health"
 
 def _state(rt: Any) -> dict[str, Any]:
     return rt.extras.setdefault(_STATE, {"expected": {}, "failures": {}, "reasons": {},
-                                         "watcher": None, "started": None})
+                                         "processes": {}, "watcher": None, "started": None})
 
 
 # --- worker side ----------------------------------------------------------------------
@@ -60,6 +61,13 @@ def register(runner: Any, rt: Any) -> None:
     runner.register_message(MSG_WORKER_FAILED, on_failed)
 
 
+def note_process(rt: Any, node_id: str, rows: list[dict[str, Any]]) -> None:
+    """Remember which process a worker node is, from the `worker` of its records."""
+    processes = _state(rt)["processes"]
+    if node_id not in processes and rows and rows[0].get("worker"):
+        processes[node_id] = rows[0]["worker"]
+
+
 def start_watch(runner: Any, rt: Any) -> None:
     """Remember the workers the run starts with and watch them until `stop_watch`."""
     state = _state(rt)
@@ -84,14 +92,19 @@ def stop_watch(runner: Any, rt: Any, *, last_look: bool = True) -> None:
 
 
 def failures(rt: Any) -> list[dict[str, Any]]:
-    """[{worker_index, worker_id, reason, at_s}, ...] in the order they happened."""
+    """[{worker_index, worker_id, worker, reason, at_s}, ...] in the order they happened
+    (`worker` is None for a worker that failed before it sent a record)."""
     return list(_state(rt)["failures"].values())
 
 
 def summary_line(failed: list[dict[str, Any]]) -> str:
-    """`worker 1 quit before the end of the run; worker 0 …` for end_reason and the
-    console."""
-    return "; ".join(f"worker {f['worker_index']} {f['reason']}" for f in failed)
+    """`worker 1 (host:4711) quit before the end of the run; worker 0 …` for end_reason
+    and the console."""
+    def name(failure: dict[str, Any]) -> str:
+        process = failure.get("worker")
+        return f"worker {failure['worker_index']}" + (f" ({process})" if process else "")
+
+    return "; ".join(f"{name(f)} {f['reason']}" for f in failed)
 
 
 def _watch(runner: Any, state: dict[str, Any]) -> None:
@@ -127,5 +140,6 @@ def _record(runner: Any, state: dict[str, Any], node_id: str, reason: str) -> No
     if index is None:
         index = runner.get_worker_index(node_id)
     state["failures"][node_id] = {"worker_index": index, "worker_id": node_id,
+                                  "worker": state["processes"].get(node_id),
                                   "reason": reason, "at_s": at_s}
     log.error("zerohop: worker %s (%s) %s; the run is partial", index, node_id, reason)
