@@ -60,6 +60,22 @@ def test_sizes_no_words_reach_settle_short_by_less_than_a_word() -> None:
         assert target - 3 < got <= target, (target, got)
 
 
+def test_a_size_between_openings_is_never_overshot() -> None:
+    # vLLM's chat template with a 320-token vocabulary: most first words are several
+    # tokens (openings of 13 and more), a few are one (11); 12 cannot be made, and every
+    # later word is at least 2 tokens. The answer is the nearest short of it, 11: a
+    # prompt drawn from the first openings tried came out at 13 (CI's vllm tier).
+    opening = {i: 13 + i % 3 for i in range(0, 200, 2)} | {201: 11, 203: 11}
+    words = WordCounts(spaced=np.full(VOCABULARY, 2), spaced_stop=np.full(VOCABULARY, 3),
+                       opening=opening, stop_every=12)
+    rng = np.random.default_rng(5)
+    assert {words.count(*words.choose(12, rng)) for _ in range(200)} == {11}
+    for target in range(11, 60):  # never over the target, and within a word of it
+        got = words.count(*words.choose(target, rng))
+        assert target - 2 < got <= target, (target, got)
+    assert words.count(*words.choose(10, rng)) == 11  # below the smallest: the smallest
+
+
 def test_the_builder_uses_the_table_only_for_its_own_vocabulary() -> None:
     words = _counts(np.ones(VOCABULARY, int), np.full(VOCABULARY, 2), opening=0 + 1)
     calibration = TokenCalibration(a=5.0, b=0.0, words=words)  # a line far off the rule

@@ -7,7 +7,8 @@ the master remembers the workers it started with, watches them for the whole mea
 window, and hears a worker's own last words when it can say them (its test_start
 failed: `zerohop:worker_failed`). Each failure is kept with the worker's index, the
 `<host>:<pid>` its records carry in `worker` (learnt from its first batch: Locust's
-index follows the order workers connect, which no user can see) and the reason; at the end the manifest says `status: partial` and lists them, the summary
+index follows the order workers connect, which no user can see) and the reason; at the
+end the manifest says `status: partial` and lists them, the summary
 names them, and the exit code is `core.exit_codes.EXIT_WORKER_FAILED`.
 """
 

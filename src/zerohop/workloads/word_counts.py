@@ -56,6 +56,7 @@ class WordCounts:
     vocabulary_seed: int = 0  # the builder vocabulary the indices point into
     tokens_per_word: float = field(init=False)  # the mean, the sentences' stops included
     _opening_ids: np.ndarray = field(init=False, repr=False)
+    _opening_counts: np.ndarray = field(init=False, repr=False)  # in _opening_ids' order
     _by_count: tuple[dict[int, np.ndarray], dict[int, np.ndarray]] = field(init=False,
                                                                             repr=False)
     _longest: int = field(init=False, repr=False)
@@ -76,6 +77,8 @@ class WordCounts:
             ("spaced", spaced), ("spaced_stop", spaced_stop),
             ("tokens_per_word", float(spaced.mean() * (1 - stops) + spaced_stop.mean() * stops)),
             ("_opening_ids", np.array(sorted(self.opening), dtype=np.int64)),
+            ("_opening_counts", np.array([self.opening[i] for i in sorted(self.opening)],
+                                         dtype=np.int64)),
             ("_by_count", (_group(spaced), _group(spaced_stop))),
             ("_longest", int(max(spaced.max(), spaced_stop.max()))),
             ("_plan_cache", {}),
@@ -100,22 +103,23 @@ class WordCounts:
 
     def choose(self, target: int, rng: np.random.Generator) -> Words:
         """Words whose prompt counts exactly `target` tokens. When none can: for a
-        target below the shortest request, the opening closest to it; else the closest
-        prompt found (short of the target by less than a word)."""
-        ids = self._opening_ids
+        target below the shortest request, the shortest request; else the closest prompt
+        found, short of the target by less than a word (never over it). Only openings
+        that fit are tried: with openings of several sizes (a small vocabulary splits
+        first words into more pieces), one drawn among them all could overshoot."""
+        ids = self._opening_ids[self._opening_counts <= target]
+        if not ids.size:
+            return Words(self._opening_ids[[int(np.argmin(self._opening_counts))]])
         start = int(rng.integers(0, ids.size))
-        best: Words | None = None
+        best = Words(ids[[start]])
         for k in range(min(ids.size, _MAX_TRIES)):  # another first word if one fails
             first = int(ids[(start + k) % ids.size])
             words, exact = self._choose_after(first, target - self.opening[first], rng)
             if exact and words is not None:
                 return words
-            if words is not None and (best is None or self.count(*words) > self.count(*best)):
+            if words is not None and self.count(*words) > self.count(*best):
                 best = words
-        if best is not None:
-            return best
-        counts = np.array([self.opening[int(i)] for i in ids])
-        return Words(ids[[int(np.argmin(np.abs(counts - target)))]])
+        return best
 
     # --- internals ---------------------------------------------------------------------
     def _counts_at(self, ids: np.ndarray, start: int) -> np.ndarray:
