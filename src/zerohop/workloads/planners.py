@@ -15,6 +15,7 @@ from zerohop.workloads.agent import AgentPlanner
 from zerohop.workloads.conversation import ConversationPlanner
 from zerohop.workloads.kind_registry import workload_kind
 from zerohop.workloads.plans import Planner
+from zerohop.workloads.session_planner import SessionPlanner
 from zerohop.workloads.worker_load import WorkerSetup
 
 __all__ = ["is_session_planner", "make_workload_planner"]
@@ -31,5 +32,5 @@ def make_workload_planner(spec: Any, setup: WorkerSetup
 
 def is_session_planner(planner: Any) -> bool:
     """Does `planner` hand out sessions (a conversation's turns, an agent's loops)
-    rather than single requests?"""
-    return isinstance(planner, ConversationPlanner | AgentPlanner)
+    rather than single requests? (Every planner of sessions is a `SessionPlanner`.)"""
+    return isinstance(planner, SessionPlanner)
