@@ -14,7 +14,9 @@ from click.testing import CliRunner
 from zerohop import shipped
 from zerohop.cli.locustfile import locustfile_command
 from zerohop.report.render import templates_dir
-from zerohop.workloads.kinds import KIND_CLASS_NAMES
+from zerohop.workloads.kind_registry import workload_kind, workload_kinds
+
+KIND_CLASS_NAMES = {kind.name: kind.user_class for kind in workload_kinds()}
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,10 +60,10 @@ def test_the_default_files_are_written_once() -> None:
     """`zerohop run` sizes -u from each kind's default file without importing Locust,
     and the locustfiles' classes take theirs from the same table: no locustfile keeps a
     copy of `default_workload_file` or `runs_by_default` that could drift from it."""
-    from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
-
-    assert set(DEFAULT_WORKLOAD_FILES) == set(KIND_CLASS_NAMES)
-    assert set(DEFAULT_RUN_KINDS) <= set(KIND_CLASS_NAMES)
+    default_files = {kind.name: kind.default_file for kind in workload_kinds()}
+    assert set(default_files) == set(KIND_CLASS_NAMES)
+    assert {kind.name for kind in workload_kinds() if kind.runs_by_default} <= set(
+        KIND_CLASS_NAMES)
     for kind, class_name in KIND_CLASS_NAMES.items():
         (path,) = shipped.locustfiles([kind])
         (cls,) = [node for node in ast.parse(path.read_text()).body
@@ -70,7 +72,7 @@ def test_the_default_files_are_written_once() -> None:
                     if isinstance(node, ast.Assign) for target in node.targets
                     if isinstance(target, ast.Name)}
         assert not assigned & {"default_workload_file", "runs_by_default"}, path
-        assert (shipped.workloads_dir() / DEFAULT_WORKLOAD_FILES[kind]).is_file(), kind
+        assert (shipped.workloads_dir() / workload_kind(kind).default_file).is_file(), kind
 
 
 def test_locustfile_prints_the_folder_or_the_named_files() -> None:

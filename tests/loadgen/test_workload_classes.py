@@ -176,11 +176,11 @@ def test_a_class_not_run_by_default_runs_only_when_a_file_or_the_command_names_i
 
 @pytest.mark.unit
 def test_the_shipped_new_kinds_are_not_in_the_default_run_set() -> None:
-    from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
+    from zerohop.workloads.kind_registry import workload_kind
 
     for kind in ("conversation", "shared_prefix", "agent"):
-        assert kind not in DEFAULT_RUN_KINDS
-        assert DEFAULT_WORKLOAD_FILES[kind] == f"{kind}.yaml"
+        assert not workload_kind(kind).runs_by_default
+        assert workload_kind(kind).default_file == f"{kind}.yaml"
 
 
 @pytest.mark.integration  # in a child: importing Locust patches this process's sockets

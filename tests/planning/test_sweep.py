@@ -150,10 +150,10 @@ def test_workload_files_select_their_own_classes() -> None:
     from zerohop.planning.nightly import ClassName
     from zerohop.runner.plan import CLASS_NAMES, classes_for
     from zerohop.workloads.inputs import load_workloads
-    from zerohop.workloads.kinds import KIND_CLASS_NAMES
+    from zerohop.workloads.kind_registry import workload_kinds
 
     repo = Path(__file__).resolve().parents[2]
     specs = load_workloads([str(repo / "workloads" / "short_query_flood.yaml"),
                             str(repo / "workloads" / "long_context.yaml")])
     assert classes_for(specs) == ["ShortQueryFlood", "LongContextSummarisation"]
-    assert set(KIND_CLASS_NAMES.values()) == set(CLASS_NAMES) == set(get_args(ClassName))
+    assert {k.user_class for k in workload_kinds()} == set(CLASS_NAMES) == set(get_args(ClassName))

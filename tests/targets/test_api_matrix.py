@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from zerohop.core.apis import APIS
-from zerohop.workloads.kinds import KIND_CLASS_NAMES
+from zerohop.workloads.kind_registry import workload_kinds
 
 pytestmark = pytest.mark.integration
 
@@ -101,7 +101,7 @@ def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> N
     assert set(frame["api"]) == {api}
     kinds = {"queries", "documents", "adapters", "trace", "chat", "prefixes"}
     assert set(frame["workload"]) == kinds | ({"loops"} if APIS[api].tools else set())
-    assert len(KIND_CLASS_NAMES) == 7  # one workload per kind, every kind
+    assert len(workload_kinds()) == 7  # one workload per kind, every kind
     failed = frame[frame["outcome"] != "ok"]
     assert failed.empty, failed[["workload", "outcome", "error_message"]].head(5).to_dict(
         "records")

@@ -14,8 +14,8 @@ from zerohop.workloads import reference
 from zerohop.workloads.data_paths import package_data_dir
 from zerohop.workloads.distributions import FixedDist
 from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.kind_registry import workload_kinds
 from zerohop.workloads.kinds import (
-    KIND_CLASS_NAMES,
     LoraMixSpec,
     ShortQueryFloodSpec,
     TraceReplaySpec,
@@ -69,7 +69,7 @@ def test_every_shipped_workload_file_loads(
     shipped = [spec for spec in replays if spec.trace.is_relative_to(package_data_dir())]
     assert {spec.trace.name for spec in replays if spec not in shipped} == needed
     for spec in loaded.workloads:
-        assert spec.kind in KIND_CLASS_NAMES
+        assert spec.kind in {kind.name for kind in workload_kinds()}
     for spec in replays:
         if spec not in shipped:
             assert spec.trace == (TRACES_DIR / spec.trace.name).resolve()

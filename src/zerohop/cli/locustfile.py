@@ -9,9 +9,9 @@ import click
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
 from zerohop.shipped import ShippedFilesError, locustfiles
-from zerohop.workloads.kinds import KIND_CLASS_NAMES
+from zerohop.workloads.kind_registry import workload_kinds
 
-KIND_OF_CLASS = {name: kind for kind, name in KIND_CLASS_NAMES.items()}
+KIND_OF_CLASS = {kind.user_class: kind.name for kind in workload_kinds()}
 
 
 @click.command("locustfile")

@@ -18,10 +18,10 @@ from typing import Any
 
 from zerohop.core.apis import API_NAMES, DEFAULT_API
 from zerohop.proxy.routing import ROUTES
-from zerohop.workloads.kinds import KIND_CLASS_NAMES
+from zerohop.workloads.kind_registry import workload_kinds
 from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
 
-CLASS_NAMES = tuple(KIND_CLASS_NAMES.values())
+CLASS_NAMES = tuple(kind.user_class for kind in workload_kinds())
 COMPARE_LAYER_MODES = ("interleaved", "sequential")
 DEFAULT_DURATION = "30s"
 REQUESTS_TIME_CAP = "24h"  # --requests without --duration: the count ends the run

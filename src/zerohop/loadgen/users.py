@@ -23,14 +23,15 @@ from zerohop.core.records import RequestRecord
 from zerohop.loadgen.run_limits import request_budget
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
-from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
+from zerohop.workloads.kind_registry import workload_kind, workload_kinds
 
 
 class LLMUser(User):
     """Base class: the locustfiles' subclasses name their workload kind; its default YAML
-    file and whether it runs by default come from `workloads.inputs`' tables (a class may
-    still set them); `selection.workload_class` derives from them the class that runs one
-    workload. A class with `runs_by_default = False` runs only when a --workload file
+    file and whether it runs by default come from the kind's entry in
+    `workloads.kind_registry` (a class may still set them; `user_class_for` makes the
+    class from the entry alone); `selection.workload_class` derives from them the class
+    that runs one workload. A class with `runs_by_default = False` runs only when a --workload file
     names its kind or the command line names the class (its default file is an example)."""
 
     abstract = True
@@ -43,10 +44,11 @@ class LLMUser(User):
         super().__init_subclass__(**kwargs)
         kind = cls.__dict__.get("workload_kind")
         if kind:
+            entry = next((k for k in workload_kinds() if k.name == kind), None)
             if "default_workload_file" not in cls.__dict__:
-                cls.default_workload_file = DEFAULT_WORKLOAD_FILES.get(kind, "")
+                cls.default_workload_file = entry.default_file if entry is not None else ""
             if "runs_by_default" not in cls.__dict__:
-                cls.runs_by_default = kind in DEFAULT_RUN_KINDS
+                cls.runs_by_default = entry is not None and entry.runs_by_default
 
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -79,6 +81,18 @@ class LLMUser(User):
             run_logical_request(self.policy, self.llm, self.binding.next_spec())
         finally:
             budget.finish()
+
+
+def user_class_for(kind: str, base: type[LLMUser] = LLMUser, **attributes: Any
+                   ) -> type[LLMUser]:
+    """The Locust user class that runs workload kind `kind`, made from its registry entry
+    (named by its `user_class`), for a locustfile to bind to that name, which Locust
+    finds: `Toy = user_class_for("toy")`. `base`: `sessions.SessionUser` for a kind whose
+    closed-loop step is a whole session; `attributes`: Locust's (`weight`, ...)."""
+    entry = workload_kind(kind)
+    return type(entry.user_class, (base,), {
+        "workload_kind": kind, "__module__": base.__module__, "__qualname__": entry.user_class,
+        **attributes})
 
 
 def new_policy_executor(environment: Any, client: LLMClient, binding: WorkloadBinding,

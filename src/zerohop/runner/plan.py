@@ -11,8 +11,7 @@ from typing import Any
 
 from zerohop.loadgen.run_settings import CLASS_NAMES as CLASS_NAMES  # the planners' choices
 from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.inputs import DEFAULT_RUN_KINDS, DEFAULT_WORKLOAD_FILES
-from zerohop.workloads.kinds import KIND_CLASS_NAMES
+from zerohop.workloads.kind_registry import workload_kind, workload_kinds
 from zerohop.workloads.load_spec import ClosedLoad
 
 
@@ -83,7 +82,7 @@ def parse_duration(text: str) -> float:
 def classes_for(specs: list[Any]) -> list[str]:
     """The user classes that run the given workload specs: naming workload files runs
     those workloads, not every shipped one beside them."""
-    return list(dict.fromkeys(KIND_CLASS_NAMES[spec.kind] for spec in specs))
+    return list(dict.fromkeys(workload_kind(spec.kind).user_class for spec in specs))
 
 
 def users_for(specs: Sequence[Any], classes: Sequence[str]) -> int:
@@ -92,10 +91,11 @@ def users_for(specs: Sequence[Any], classes: Sequence[str]) -> int:
     each open-loop or trace workload (a slot; its dispatcher sends). The workloads are
     those the run runs: the files' (of the `classes`' kinds, when classes are named) and
     the shipped default of each class no file names (no classes: the default run set)."""
-    kinds = [k for k, name in KIND_CLASS_NAMES.items() if name in classes] if classes else None
+    kinds = [k.name for k in workload_kinds() if k.user_class in classes] if classes else None
     running = [s for s in specs if kinds is None or s.kind in kinds]
     in_files = {s.kind for s in specs}
-    defaults = [k for k in (DEFAULT_RUN_KINDS if kinds is None else kinds) if k not in in_files]
+    run_set = [k.name for k in workload_kinds() if k.runs_by_default] if kinds is None else kinds
+    defaults = [k for k in run_set if k not in in_files]
     return sum(_users_of(s) for s in running) + sum(_default_users(k) for k in defaults)
 
 
@@ -107,6 +107,6 @@ def _default_users(kind: str) -> int:
     from zerohop.workloads.inputs import default_workload
 
     try:
-        return _users_of(default_workload(kind, DEFAULT_WORKLOAD_FILES[kind]))
+        return _users_of(default_workload(kind, workload_kind(kind).default_file))
     except WorkloadError:  # a default that cannot load is left out at start: a spare slot
         return 1

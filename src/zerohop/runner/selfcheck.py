@@ -43,7 +43,7 @@ from zerohop.storage.selfcheck_files import (
     read_ground_truth,
 )
 from zerohop.storage.summary_file import write_summary
-from zerohop.workloads.kinds import KIND_CLASS_NAMES
+from zerohop.workloads.kind_registry import workload_kind
 
 DEFAULT_DURATION_S = 20.0
 MIN_DURATION_S = 5.0
@@ -97,7 +97,8 @@ def run_selfcheck(plan: RunPlan, bounds: Bounds | None = None, *,
     if default_workload:
         path = run_dir / DEFAULT_WORKLOAD_FILE
         path.write_text(DEFAULT_WORKLOAD.format(users=plan.users), encoding="utf-8")
-        plan = replace(plan, workloads=[path], classes=[KIND_CLASS_NAMES["short_query_flood"]])
+        flood = workload_kind("short_query_flood").user_class
+        plan = replace(plan, workloads=[path], classes=[flood])
     truth_path = run_dir / GROUND_TRUTH_FILE
     load_avg = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
     sim = _start_target(plan, truth_path)

@@ -8,9 +8,10 @@ order data flows through them:
   rate shapes), `policy_spec` (timeouts, retries, continuation, fallback),
   `session_specs` (conversation sources, the shared-prefix pool), `workload_base`
   (the fields every kind shares), `agent_spec` (the agent kind and its tools), `kinds`
-  (`ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec |
-  ConversationSpec | SharedPrefixSpec | AgentSpec`, discriminated on `kind`, and
-  `KIND_CLASS_NAMES`),
+  (`ShortQueryFloodSpec`, `LongContextSpec`, `LoraMixSpec`, `TraceReplaySpec`,
+  `ConversationSpec`, `SharedPrefixSpec`),
+  `kind_registry` (one `WorkloadKind` entry per kind: its spec, user class, default
+  file, planner; the union of the specs, discriminated on `kind`),
   `errors` (`WorkloadError`, one line naming the file and field path).
 * `yaml_io`: `load_workload_file(path) -> WorkloadFile` (its `.workloads` is a list of
   specs); `inputs`: `load_workloads(files)` over several files and `check_inputs(spec)`
@@ -32,6 +33,7 @@ order data flows through them:
   `PlannedRequest`s; `shared_prefix` (a `Planner` over a pool of system prompts),
   `conversation` (`ConversationPlanner`: `Session`s of turns, `run_session`) and
   `agent` (`AgentPlanner`: `AgentLoop`s of tool-calling steps, `run_agent_loop`) build
-  on it, and `planners.make_workload_planner(spec, setup)` picks the planner of any kind;
+  on it, and `planners.make_workload_planner(spec, setup)` calls the planner of any kind
+  (its registry entry's);
   `worker_load` holds what they all share (`worker_setup`, a worker's share of the load).
 """

@@ -6,14 +6,12 @@ before they start one, and the load generator reads its workloads with them too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
-from zerohop.workloads.conversation_sources import read_session_shapes
 from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.traces import read_trace
+from zerohop.workloads.kind_registry import workload_kind
 from zerohop.workloads.yaml_io import load_workload_file
 
 __all__ = ["check_inputs", "load_workloads"]
@@ -41,27 +39,10 @@ def load_workloads(files: Sequence[str | Path]) -> list[Any]:
 
 def check_inputs(spec: Any) -> None:
     """What a spec points at must be readable before a run starts (a trace, a file of
-    conversations)."""
-    if spec.kind == "trace_replay":
-        read_trace(spec.trace, spec.resolved_format)
-    elif spec.kind == "conversation" and spec.source.type != "synthetic":
-        read_session_shapes(spec.source)
-
-
-# The shipped file each kind's user class runs when no --workload file names the kind,
-# and the kinds that run when nothing is named (the others' files are examples). The
-# locustfiles' classes and `zerohop run` (which sizes -u without importing Locust) both
-# read them here.
-DEFAULT_WORKLOAD_FILES: Mapping[str, str] = MappingProxyType({
-    "short_query_flood": "short_query_flood.yaml",
-    "long_context": "long_context.yaml",
-    "lora_mix": "lora_mix.yaml",
-    "trace_replay": "trace_replay_azure_conv.yaml",
-    "conversation": "conversation.yaml",
-    "shared_prefix": "shared_prefix.yaml",
-    "agent": "agent.yaml",
-})
-DEFAULT_RUN_KINDS = ("short_query_flood", "long_context", "lora_mix", "trace_replay")
+    conversations): its kind's `check_inputs`, where it has one."""
+    check = workload_kind(spec.kind).check_inputs
+    if check is not None:
+        check(spec)
 
 
 def default_workload(kind: str, file: str | Path) -> Any:

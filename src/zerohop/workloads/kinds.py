@@ -1,8 +1,8 @@
 """The workload kinds: what each kind of workload sends, on top of the fields all share.
 
-`WorkloadSpec` is the union of the kinds, discriminated on `kind` (the fields all share
-are `workload_base.WorkloadBase`; the agent kind is `agent_spec.AgentSpec`);
-`KIND_CLASS_NAMES` names the Locust user class (in `loadtests/`) that runs each kind.
+The fields all share are `workload_base.WorkloadBase`; the agent kind is
+`agent_spec.AgentSpec`; `kind_registry` registers each kind with the rest of what makes
+it (its user class, default file, planner), and builds their union.
 Trace paths are resolved while validating (`${VAR:-default}` expansion, relative to the
 YAML's folder, passed as the validation context's `base_dir`), so a validated spec is
 final.
@@ -33,7 +33,6 @@ from zerohop.workloads.session_specs import ConversationSource, PrefixPool, Synt
 from zerohop.workloads.workload_base import SloSpec, TextPromptWorkload, WorkloadBase
 
 __all__ = [
-    "KIND_CLASS_NAMES",
     "AgentSpec",
     "ApiName",
     "ConversationSpec",
@@ -45,7 +44,6 @@ __all__ = [
     "TokenScaling",
     "TraceFormat",
     "TraceReplaySpec",
-    "WorkloadSpec",
 ]
 
 
@@ -314,24 +312,3 @@ class SharedPrefixSpec(TextPromptWorkload):
         default_factory=lambda: ClosedLoad(kind="closed", users=4),
         description="closed (users, think time) or open (rate, arrivals, cap, shape).",
     )
-
-
-WorkloadSpec = Annotated[
-    ShortQueryFloodSpec | LongContextSpec | LoraMixSpec | TraceReplaySpec | ConversationSpec
-    | SharedPrefixSpec | AgentSpec,
-    Field(discriminator="kind"),
-]
-"""One workload of any kind; `kind` picks the model."""
-
-KIND_CLASS_NAMES: Mapping[str, str] = MappingProxyType(
-    {
-        "short_query_flood": "ShortQueryFlood",
-        "long_context": "LongContextSummarisation",
-        "lora_mix": "LoRAMix",
-        "trace_replay": "TraceReplay",
-        "conversation": "Conversation",
-        "shared_prefix": "SharedPrefix",
-        "agent": "Agent",
-    }
-)
-"""Workload kind -> the Locust user class name that runs it."""

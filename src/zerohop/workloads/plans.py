@@ -45,6 +45,7 @@ __all__ = [
     "PlannedRequest",
     "Planner",
     "chat_as_text",
+    "lengths_planner",
     "make_planner",
     "request_planner",
     "zipf_probabilities",
@@ -145,6 +146,15 @@ def request_planner(
 ) -> Planner:
     """`make_planner` for a caller that has the worker's setup."""
     return Planner(spec=workload_spec, sizer=_make_sizer(workload_spec, trace_requests),
+                   setup=setup)
+
+
+def lengths_planner(workload_spec: Any, setup: WorkerSetup, *, input_tokens: Any,
+                    output_tokens: Any) -> Planner:
+    """The planner of a kind whose requests differ only in their sizes, each drawn from a
+    distribution (`distributions.DistributionBase`): what a new single-request kind's
+    planner can be (docs/architecture.md, "Adding a workload kind")."""
+    return Planner(spec=workload_spec, sizer=_LengthSizer(input_tokens, output_tokens),
                    setup=setup)
 
 

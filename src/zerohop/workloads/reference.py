@@ -20,16 +20,8 @@ from pydantic_core import PydanticUndefined
 
 from zerohop.workloads.agent_spec import FunctionDefinition, ToolDefinition
 from zerohop.workloads.distributions import FixedDist, LognormalDist, NormalDist, UniformDist
-from zerohop.workloads.kinds import (
-    AgentSpec,
-    ConversationSpec,
-    LongContextSpec,
-    LoraMixSpec,
-    SharedPrefixSpec,
-    ShortQueryFloodSpec,
-    TokenScaling,
-    TraceReplaySpec,
-)
+from zerohop.workloads.kind_registry import workload_kinds
+from zerohop.workloads.kinds import TokenScaling
 from zerohop.workloads.load_spec import (
     ClosedLoad,
     ConstantArrival,
@@ -74,11 +66,7 @@ REFERENCE_BEGIN = "<!-- BEGIN GENERATED FIELD REFERENCE (zerohop.workloads.refer
 REFERENCE_END = "<!-- END GENERATED FIELD REFERENCE -->"
 
 _SECTIONS: tuple[tuple[str, tuple[type[BaseModel], ...]], ...] = (
-    (
-        "Workload kinds",
-        (ShortQueryFloodSpec, LongContextSpec, LoraMixSpec, TraceReplaySpec, ConversationSpec,
-         SharedPrefixSpec, AgentSpec),
-    ),
+    ("Workload kinds", tuple(kind.spec for kind in workload_kinds())),
     ("Conversation sources (`source:`)",
      (SyntheticConversations, ShareGptConversations, MooncakeConversations)),
     ("Agent tools (`tools:`)", (ToolDefinition, FunctionDefinition)),

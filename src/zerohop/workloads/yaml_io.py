@@ -8,14 +8,15 @@ field path, e.g. `all.yaml: workloads[1].load.rate_rps: must be > 0`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, TypeAdapter, ValidationError, field_validator
+from pydantic import Field, TypeAdapter, ValidationError, create_model, field_validator
 
 from zerohop.workloads.errors import WorkloadError, describe_errors
-from zerohop.workloads.kinds import KIND_CLASS_NAMES, WorkloadSpec
+from zerohop.workloads.kind_registry import spec_union, workload_kinds
 from zerohop.workloads.model_base import StrictModel
 
 __all__ = ["WorkloadFile", "load_workload_file", "parse_workloads"]
@@ -51,20 +52,33 @@ def parse_workloads(
             f"{source}: expected a mapping (one workload, or `workloads: [...]`), "
             f"got {type(data).__name__}"
         )
+    union = spec_union()  # the kinds registered now: a kind's module may register late
+    file_model, one_workload = _file_model(union), _workload_adapter(union)
     try:
         if "workloads" in data:
-            return WorkloadFile.model_validate(data, context=context)
-        single = _WORKLOAD_ADAPTER.validate_python(data, context=context)
+            return file_model.model_validate(data, context=context)
+        single = one_workload.validate_python(data, context=context)
     except ValidationError as exc:
-        raise WorkloadError(f"{source}: {describe_errors(exc, data, _UNION_TAGS)}") from None
-    return WorkloadFile(workloads=[single])
+        tags = _UNION_TAGS | {kind.name for kind in workload_kinds()}
+        raise WorkloadError(f"{source}: {describe_errors(exc, data, tags)}") from None
+    return file_model(workloads=[single])
 
 
-_WORKLOAD_ADAPTER: TypeAdapter[Any] = TypeAdapter(WorkloadSpec)
+@lru_cache(maxsize=8)
+def _workload_adapter(union: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(union)
+
+
+@lru_cache(maxsize=8)
+def _file_model(union: Any) -> type[WorkloadFile]:
+    """`WorkloadFile` whose workloads are of the given kinds."""
+    return create_model(
+        "WorkloadFile", __base__=WorkloadFile, __module__=__name__,
+        workloads=(list[union], Field(min_length=1, description=_WORKLOADS_DESCRIPTION)))
+
 
 _UNION_TAGS = frozenset(
     {
-        *KIND_CLASS_NAMES,
         *("closed", "open", "trace"),
         *("fixed", "uniform", "normal", "lognormal"),
         *("poisson", "gamma", "constant"),
@@ -72,13 +86,16 @@ _UNION_TAGS = frozenset(
         *("ramp", "step", "spike", "piecewise"),
     }
 )
-"""Branch names pydantic puts into error locations; they are not fields the user wrote."""
+"""Branch names pydantic puts into error locations; they are not fields the user wrote
+(the registered kinds' names are too)."""
+_WORKLOADS_DESCRIPTION = "The workloads, run by weight."
 
 
 class WorkloadFile(StrictModel):
-    """What one YAML file declares: one or more workloads with unique names."""
+    """What one YAML file declares: one or more workloads with unique names (of the
+    kinds registered when it is parsed: `_file_model` narrows `workloads` to them)."""
 
-    workloads: list[WorkloadSpec] = Field(min_length=1, description="The workloads, run by weight.")
+    workloads: list[Any] = Field(min_length=1, description=_WORKLOADS_DESCRIPTION)
 
     @field_validator("workloads")
     @classmethod
