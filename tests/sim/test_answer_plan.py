@@ -22,7 +22,12 @@ from zerohop.sim.answer_plan import (
     offered_tools,
     tool_choice,
 )
-from zerohop.sim.answer_shapes import PlannedChatShape, PlannedMessagesShape, shape_for
+from zerohop.sim.answer_shapes import (
+    PlannedChatShape,
+    PlannedMessagesShape,
+    chat_shape,
+    messages_shape,
+)
 from zerohop.sim.api_shapes import ChatShape, MessagesShape, WireShape
 from zerohop.sim.config import ConfigError, ReasoningConfig, ToolCallConfig, load_config
 from zerohop.sim.sim_command import sim_command
@@ -217,9 +222,9 @@ def test_final_bodies_say_the_same() -> None:
 def test_plain_answers_keep_the_plain_shapes() -> None:
     kw: dict[str, Any] = {"request_id": "r", "model": "m", "include_usage": True,
                           "prompt_tokens": 3, "cached_tokens": None}
-    assert type(shape_for("chat", PLAIN_ANSWER, **kw)) is ChatShape
-    assert type(shape_for("messages", PLAIN_ANSWER, **kw)) is MessagesShape
-    assert isinstance(shape_for("chat", AnswerPlan(reasoning=1), **kw), PlannedChatShape)
+    assert type(chat_shape(PLAIN_ANSWER, **kw)) is ChatShape
+    assert type(messages_shape(PLAIN_ANSWER, **kw)) is MessagesShape
+    assert isinstance(chat_shape(AnswerPlan(reasoning=1), **kw), PlannedChatShape)
 
 
 # --- configuration -------------------------------------------------------------------

@@ -15,7 +15,7 @@ import click
 
 from zerohop.analysis.client_certificate import DEFAULT_MAX_ERROR_MS, Bounds
 from zerohop.cli.main_job import plan_from_flags
-from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.core.apis import DEFAULT_API, api_names
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_SLO, RunError
 from zerohop.core.layout import SELFCHECK_FILE
 from zerohop.runner.plan import RunPlan
@@ -35,7 +35,7 @@ EXIT_FAIL = EXIT_SLO  # a bound was missed, as a missed SLO exits
               help="Locust worker processes, as the run will use; 0 = one process.")
 @click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
               help="Your workload file (repeatable). Default: short queries.")
-@click.option("--api", type=click.Choice(API_NAMES), default=DEFAULT_API, show_default=True)
+@click.option("--api", type=click.Choice(api_names()), default=DEFAULT_API, show_default=True)
 @click.option("--max-error-ms", type=float, default=DEFAULT_MAX_ERROR_MS, show_default=True,
               help="Bound on the client's TTFT error p99.")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),

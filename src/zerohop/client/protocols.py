@@ -7,8 +7,8 @@ user, benchmark client, test) never needs to know which API it is talking to:
 per-stream decoder turns each `SSEEvent` into typed `StreamItem`s (content, usage,
 in-stream error, terminator). Malformed or unexpected payloads raise `ProtocolError`,
 which the caller records as the `protocol_error` outcome. Nothing here does I/O. The
-adapters themselves live in `openai_adapters` and `anthropic_adapter`;
-`client.adapters.create_api_adapter` picks one by the API's name (`core.apis`).
+adapters themselves live in `openai_adapters`, `anthropic_adapter` and `responses_adapter`;
+`client.api_adapters.create_api_adapter` makes the one an API's entry names (`core.apis`).
 
 Usage semantics: `Usage` fields are cumulative counts as the server last reported them;
 `None` means "this event did not say". A stream decoder merges what earlier events of

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.core.apis import DEFAULT_API, api_names
 from zerohop.proxy.routing import ROUTES
 from zerohop.workloads.kind_registry import workload_kinds
 from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
@@ -52,7 +52,7 @@ class RunSettings:
     host: str | None = field(default=None, metadata=flag(
         "--host", "Target base URL (default: start the embedded target)."))
     api: str = field(default=DEFAULT_API, metadata=flag(
-        "--api", "Streaming API.", choices=API_NAMES, show_default=True))
+        "--api", "Streaming API.", choices=api_names(), show_default=True))
     workloads: tuple[Path, ...] = field(default=(), metadata=flag(
         "--workload", "Workload YAML file (repeatable). Default: all four shipped workloads.",
         kind=Path, repeatable=True))

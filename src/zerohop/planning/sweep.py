@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import click
 
-from zerohop.core.apis import API_NAMES, DEFAULT_API
+from zerohop.core.apis import DEFAULT_API, api_names
 from zerohop.core.atomic_file import write_text_atomically
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.core.redaction import known_secrets, redact
@@ -360,7 +360,7 @@ def _json_number(value: Any) -> Any:
 # --- the command ---------------------------------------------------------------------------
 @click.command("sweep")
 @click.option("--host", default=None, help="Target base URL (default: the embedded target).")
-@click.option("--api", type=click.Choice(API_NAMES), default=DEFAULT_API, show_default=True)
+@click.option("--api", type=click.Choice(api_names()), default=DEFAULT_API, show_default=True)
 @click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
               help="Workload YAML file (repeatable).")
 @click.option("--only", "classes", multiple=True, type=click.Choice(CLASS_NAMES),

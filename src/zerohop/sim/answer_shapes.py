@@ -13,7 +13,8 @@ fragments and `stop_reason: "tool_use"`. Anthropic's usage has no thinking count
 
 A call's arguments are one JSON object with one string argument made of the answer's
 words, closed by the last token; a stream cut short leaves them open, as a truncated
-model would. A plain answer never comes here: `shape_for` gives it api_shapes' shapes.
+model would. A plain answer never comes here: `chat_shape` and `messages_shape` (the
+shape functions the API entries name) give it api_shapes' shapes.
 """
 
 from __future__ import annotations
@@ -40,28 +41,36 @@ from zerohop.sim.tokens import generated_text
 _OPEN_TAIL = b'"logprobs":null,"finish_reason":null}]}\n\n'
 
 
-def shape_for(
-    api: str,
-    answer: AnswerPlan,
-    *,
-    request_id: str,
-    model: str,
-    include_usage: bool,
-    prompt_tokens: int,
-    cached_tokens: int | None,
-    word_offset: int = 0,
-    max_tokens: int = 0,
-) -> WireShape:
-    """The byte builders of one request's response."""
+def chat_shape(answer: AnswerPlan, *, request_id: str, model: str, include_usage: bool,
+               prompt_tokens: int, cached_tokens: int | None, word_offset: int = 0,
+               max_tokens: int = 0) -> WireShape:
+    """The byte builders of one chat completions response (an API entry's shape: every
+    entry's shape function takes these arguments)."""
     created = int(time.time())
-    if api == "chat":
-        if answer.plain:
-            return ChatShape(request_id, model, created, include_usage)
-        return PlannedChatShape(request_id, model, created, include_usage, answer)
-    if api == "completions":
-        return CompletionShape(request_id, model, created, include_usage)
-    if api == "responses":
-        return ResponsesShape(request_id, model, created, answer, word_offset, max_tokens)
+    if answer.plain:
+        return ChatShape(request_id, model, created, include_usage)
+    return PlannedChatShape(request_id, model, created, include_usage, answer)
+
+
+def completions_shape(answer: AnswerPlan, *, request_id: str, model: str,
+                      include_usage: bool, prompt_tokens: int, cached_tokens: int | None,
+                      word_offset: int = 0, max_tokens: int = 0) -> WireShape:
+    """The byte builders of one completions response (its answers are always plain)."""
+    return CompletionShape(request_id, model, int(time.time()), include_usage)
+
+
+def responses_shape(answer: AnswerPlan, *, request_id: str, model: str,
+                    include_usage: bool, prompt_tokens: int, cached_tokens: int | None,
+                    word_offset: int = 0, max_tokens: int = 0) -> WireShape:
+    """The byte builders of one Responses response."""
+    return ResponsesShape(request_id, model, int(time.time()), answer, word_offset,
+                          max_tokens)
+
+
+def messages_shape(answer: AnswerPlan, *, request_id: str, model: str, include_usage: bool,
+                   prompt_tokens: int, cached_tokens: int | None, word_offset: int = 0,
+                   max_tokens: int = 0) -> WireShape:
+    """The byte builders of one Anthropic messages response."""
     if answer.plain:
         return MessagesShape(request_id, model, prompt_tokens, cached_tokens)
     return PlannedMessagesShape(request_id, model, prompt_tokens, cached_tokens, answer)

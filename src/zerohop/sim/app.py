@@ -1,7 +1,8 @@
 """The sim's HTTP application: routes, request parsing, admission, and serving.
 
-Routes: POST /v1/chat/completions, /v1/completions, /v1/messages, /v1/responses,
-/tokenize; GET /v1/models, /health, /metrics, /version,
+Routes: POST each registered API's path (api_routes.py: /v1/chat/completions,
+/v1/completions, /v1/messages, /v1/responses), /tokenize; GET /v1/models, /health,
+/metrics, /version,
 /zerohop/ground_truth?request_id=ID (or ?last=N), /zerohop/stats; POST
 /zerohop/stats/reset (clears the lag recorders, for benchmarks).
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from zerohop.core.records import REPLICA_HEADER, ClockAnchor, http_outcome
 from zerohop.sim.answer_plan import draw_answer_plan
-from zerohop.sim.answer_shapes import shape_for
+from zerohop.sim.api_routes import ApiRoute, api_routes
 from zerohop.sim.api_shapes import error_body, models_body
 from zerohop.sim.config import SimConfig
 from zerohop.sim.engine import Engine
@@ -47,12 +48,6 @@ from zerohop.sim.tokens import (
     word_offset,
 )
 
-API_PATHS = {
-    "/v1/chat/completions": "chat",
-    "/v1/completions": "completions",
-    "/v1/messages": "messages",
-    "/v1/responses": "responses",
-}
 LOOP_PROBE_INTERVAL_S = 0.1
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's and vLLM's default for /v1/completions
 
@@ -87,6 +82,7 @@ class SimApp:
         self.loop_lag = LagRecorder()
         self.engines: list[Engine] = []
         self.routes: dict[str, tuple[Engine, str | None]] = {}
+        self.api_routes = api_routes()
         for served in config.models:
             engine = Engine(
                 served,
@@ -146,12 +142,12 @@ class SimApp:
     # --- routing ---------------------------------------------------------------------
     def handle(self, conn: HttpConnection, request: HttpRequest) -> None:
         path = request.path
-        api = API_PATHS.get(path)
-        if api is not None:
+        route = self.api_routes.get(path)
+        if route is not None:
             if request.method != "POST":
-                conn.send(405, error_body(api, 405, "Method Not Allowed"))
+                conn.send(405, error_body(route.form, 405, "Method Not Allowed"))
                 return
-            self._generate(conn, request, api)
+            self._generate(conn, request, route)
             return
         if path == TOKENIZE_PATH and request.method == "POST":
             conn.send(*tokenize_response(request.body, self.routes, self.engines[0]))
@@ -218,7 +214,9 @@ class SimApp:
         self._counter += 1
         return f"{self._id_prefix}{self._counter:08x}"
 
-    def _generate(self, conn: HttpConnection, request: HttpRequest, api: str) -> None:
+    def _generate(self, conn: HttpConnection, request: HttpRequest,
+                  api_route: ApiRoute) -> None:
+        api = api_route.form
         request_id = request.headers.get("x-request-id") or self._new_request_id()
         extra_headers = [(b"x-request-id", request_id.encode("latin-1", "replace"))]
         if self.replica_header is not None:
@@ -278,9 +276,10 @@ class SimApp:
         hashes = request_block_hashes(engine.prefix_cache, api, body, prompt_tokens, adapter)
         cached = (peek_cached_tokens(engine.prefix_cache, hashes, prompt_tokens)
                   if api == "messages" else None)
-        shape = shape_for(api, answer, request_id=request_id, model=model_name,
-                          include_usage=include_usage, prompt_tokens=prompt_tokens,
-                          cached_tokens=cached, word_offset=offset, max_tokens=max_tokens)
+        shape = api_route.make_shape(answer, request_id=request_id, model=model_name,
+                                     include_usage=include_usage,
+                                     prompt_tokens=prompt_tokens, cached_tokens=cached,
+                                     word_offset=offset, max_tokens=max_tokens)
         ctx = ResponseContext(
             conn=conn,
             request=request,

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from zerohop.core.apis import API_NAMES, api_spec
+from zerohop.core.apis import api_names, api_spec
 from zerohop.workloads.distributions import Distribution, FixedDist, LognormalDist, UniformDist
 from zerohop.workloads.load_spec import ClosedLoad, ClosedOrOpenLoad, ThinkTime
 from zerohop.workloads.model_base import StrictModel
@@ -163,7 +163,7 @@ class AgentSpec(TextPromptWorkload):
 
 
 def _tool_apis() -> str:
-    return " or ".join(name for name in API_NAMES if api_spec(name).tools)
+    return " or ".join(name for name in api_names() if api_spec(name).tools)
 
 
 def tools_refusal(spec: Any, run_api: str) -> str | None:

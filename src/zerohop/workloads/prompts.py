@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from zerohop.core.apis import DEFAULT_API, ApiName
+from zerohop.core.apis import DEFAULT_API, ApiName, api_spec
 from zerohop.workloads.word_counts import WordCounts
 
 __all__ = [
@@ -217,7 +217,7 @@ def default_calibration(api: ApiName = DEFAULT_API, builder: PromptBuilder | Non
     documented one-message chat overhead for chat and Anthropic requests."""
     builder = builder or PromptBuilder()
     rng = np.random.default_rng([builder.seed, 0xCA1B])
-    overhead = 0 if api == "openai-completions" else _SIM_CHAT_OVERHEAD_TOKENS
+    overhead = _SIM_CHAT_OVERHEAD_TOKENS if api_spec(api).chat_messages else 0
     probes = [(n, count_regex_tokens(builder.build_text(n, rng)) + overhead) for n in PROBE_UNITS]
     return TokenCalibration.fit(probes)
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from zerohop.core.apis import ApiName, api_spec, structured_apis
+from zerohop.core.apis import APIS, ApiName, api_spec, structured_apis
 from zerohop.core.json_schema import check_schema
 from zerohop.core.slo import SloError, parse_slo_mapping, request_meets
 from zerohop.workloads.model_base import StrictModel
@@ -122,8 +122,10 @@ class WorkloadBase(StrictModel):
     @field_validator("prompt_format")
     @classmethod
     def _token_ids_need_completions(cls, value: str, info: ValidationInfo) -> str:
-        if value == "token_ids" and info.data.get("api") != "openai-completions":
-            raise ValueError("token_ids needs api: openai-completions")
+        api = info.data.get("api")
+        if value == "token_ids" and (api is None or not api_spec(api).takes_token_ids):
+            takers = " or ".join(spec.name for spec in APIS.values() if spec.takes_token_ids)
+            raise ValueError(f"token_ids needs api: {takers}")
         return value
 
 
