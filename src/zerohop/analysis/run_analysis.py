@@ -1,12 +1,17 @@
 """One run → every figure the report shows (accumulate → compile; rendering is
 elsewhere). Pure: takes a loaded `RunData`, returns a `RunAnalysis`, touches no file.
+
+The figures of the report's registry sections (`report/sections.py`) are computed by
+the analyses registered here under each section's name, once per run, into
+`RunAnalysis.sections`; the built-in ones are registered below, so a run analysed
+without the report (the console summary) has them too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -92,28 +97,86 @@ class RunAnalysis:
     cdfs: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]  # metric → workload → (x, q)
     charts_series: TimeSeriesData
     prefill: list[PrefillFit]
-    adapters: list[AdapterSummary]
     outcomes: list[OutcomeCount]
     error_samples: list[ErrorSample]
     fidelity: ClientFidelity
     correlation: CorrelationReport
     alerts: list[AlertResult]
     gaps: list[TelemetryGap]
-    microbench: MicrobenchSummary | None
-    policy: PolicySummary | None = None
     notes: list[str] = field(default_factory=list)
     reads: list[ReadDelivery] = field(default_factory=list)  # per summary row
-    token_counts: TokenCounts | None = None  # the client's counts beside the server's
     window: MeasuredWindow | None = None  # what every rate in `summaries` is divided by
-    sessions: SessionAnalysis | None = None  # conversations, caches, reasoning, tools
     structured: list[StructuredShare] = field(default_factory=list)  # JSON-schema answers
     loads: list[WorkloadLoad] = field(default_factory=list)  # each workload's real load
-    budget: TimeBudget | None = None  # where each workload's TTFT and E2E go
+    sections: dict[str, Any] = field(default_factory=dict)  # section name → its figures
 
     @property
     def total(self) -> WorkloadSummary:
         """The run-wide summary row (the only row when there is one workload)."""
         return self.summaries[-1]
+
+    # The built-in sections' figures, typed, for the readers beside their own section
+    # (the verdict reads the token counts, the console summary their flags).
+    @property
+    def budget(self) -> TimeBudget | None:
+        """Where each workload's TTFT and E2E go."""
+        return cast(TimeBudget | None, self.sections.get("budget"))
+
+    @property
+    def adapters(self) -> list[AdapterSummary]:
+        return cast(list[AdapterSummary], self.sections.get("adapters", []))
+
+    @property
+    def policy(self) -> PolicySummary | None:
+        return cast(PolicySummary | None, self.sections.get("policy"))
+
+    @property
+    def token_counts(self) -> TokenCounts | None:
+        """The client's counts beside the server's."""
+        return cast(TokenCounts | None, self.sections.get("token_counts"))
+
+    @property
+    def sessions(self) -> SessionAnalysis | None:
+        """Conversations, caches, reasoning, tools."""
+        return cast(SessionAnalysis | None, self.sections.get("sessions"))
+
+    @property
+    def microbench(self) -> MicrobenchSummary | None:
+        return cast(MicrobenchSummary | None, self.sections.get("microbench"))
+
+
+@dataclass(frozen=True)
+class SectionInputs:
+    """What a section's analysis gets beside the run's records: the settings and the
+    run's analysis windows (one time axis for every chart)."""
+
+    settings: AnalysisSettings
+    timeline: Timeline
+
+
+SectionAnalysis = Callable[[RunData, SectionInputs], Any]
+_SECTION_ANALYSES: dict[str, SectionAnalysis] = {}
+
+
+def register_section_analysis(name: str, analyse: SectionAnalysis) -> None:
+    """Compute `analyse(run, inputs)` for every run into `RunAnalysis.sections[name]`
+    (None: the run has nothing for that section). A name holds one analysis."""
+    known = _SECTION_ANALYSES.get(name)
+    if known is not None and known is not analyse:
+        raise ValueError(f"report section {name!r} already has an analysis")
+    _SECTION_ANALYSES[name] = analyse
+
+
+def unregister_section_analysis(name: str) -> None:
+    _SECTION_ANALYSES.pop(name, None)
+
+
+def section_analysis(name: str) -> SectionAnalysis | None:
+    return _SECTION_ANALYSES.get(name)
+
+
+def _analyse_sections(run: RunData, inputs: SectionInputs) -> dict[str, Any]:
+    return {name: analyse(run, inputs) for name, analyse in _SECTION_ANALYSES.items()}
 
 
 def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAnalysis:
@@ -146,7 +209,6 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
             min_abs_rho=settings.min_abs_rho,
         ),
     )
-    microbench = summarise_microbench(run.microbench) if run.microbench else None
     return RunAnalysis(
         label=run.label,
         manifest=manifest,
@@ -160,23 +222,18 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
             summary.window.weight,
         ),
         prefill=fit_prefill(requests),
-        adapters=summarise_adapters(requests),
         outcomes=outcome_counts(requests),
         error_samples=error_samples(requests, timeline.t0),
         fidelity=assess_fidelity(requests, lanes, manifest.get("client_fidelity")),
         correlation=correlation,
         alerts=alerts,
         gaps=telemetry_gaps(telemetry),
-        microbench=microbench,
-        policy=summarise_policy(requests, settings.window_s),
         notes=notes,
         reads=reads,
-        token_counts=summarise_token_counts(requests),
         window=summary.window,
         loads=workload_loads(requests, summary.window),
-        sessions=summarise_sessions(requests, telemetry, timeline.coarsened(MAX_CHART_POINTS)),
         structured=structured_shares(requests),
-        budget=time_budget(requests, telemetry),
+        sections=_analyse_sections(run, SectionInputs(settings, timeline)),
     )
 
 
@@ -250,3 +307,16 @@ def _legend_labels(lane: Lane) -> dict[str, str]:
     if lane.key.endswith(f"@{lane.source}"):
         return {**lane.labels, "source": lane.source}
     return dict(lane.labels)
+
+
+# --- the built-in sections' analyses (their pages: report/sections.py) ---------------
+register_section_analysis("budget", lambda run, _: time_budget(run.requests, run.telemetry))
+register_section_analysis("adapters", lambda run, _: summarise_adapters(run.requests))
+register_section_analysis(
+    "policy", lambda run, inputs: summarise_policy(run.requests, inputs.settings.window_s))
+register_section_analysis("token_counts", lambda run, _: summarise_token_counts(run.requests))
+register_section_analysis("sessions", lambda run, inputs: summarise_sessions(
+    run.requests, run.telemetry, inputs.timeline.coarsened(MAX_CHART_POINTS)))
+register_section_analysis(
+    "microbench",
+    lambda run, _: summarise_microbench(run.microbench) if run.microbench else None)

@@ -11,12 +11,10 @@ import numpy as np
 
 from zerohop.analysis.correlation import PairResult
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.analysis.token_counts import TokenCounts
 from zerohop.report import formatting as fmt
-from zerohop.report.charts import Chart, Series, add_chart, joined
+from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.environment import environment_rows, redact
 from zerohop.report.glossary import glossary_entries
-from zerohop.report.present_budget import budget_section
 from zerohop.report.present_headline import (
     headline_chart,
     headline_figures,
@@ -31,8 +29,6 @@ from zerohop.report.present_latency import (
     latency_table,
     throughput_table,
 )
-from zerohop.report.present_policy import policy_section
-from zerohop.report.present_sessions import session_section
 from zerohop.report.present_timeseries import (
     FIDELITY_GROUP,
     lane_chart,
@@ -40,7 +36,7 @@ from zerohop.report.present_timeseries import (
     timeseries_section,
     window_axis,
 )
-from zerohop.report.present_token_counts import token_count_section
+from zerohop.report.sections import PLACES, registered_sections, template_name
 
 __all__ = ["METRIC_TITLES", "Page", "report_page"]
 
@@ -51,17 +47,6 @@ class Page:
 
     context: dict[str, Any]
     charts: list[Chart] = field(default_factory=list)
-
-
-def _policy_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any] | None:
-    """The retry / fallback section, left out when every logical request was one
-    attempt (no retry, no fallback: it would only say so at length)."""
-    summary = analysis.policy
-    if summary is not None and summary.attempts == summary.logical_requests:
-        return None
-    context, policy_charts = policy_section(summary)
-    charts.extend(policy_charts)
-    return context
 
 
 def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
@@ -76,7 +61,6 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
             "figures": headline_figures(analysis),
             "chart": headline_chart(analysis, charts),
         },
-        "budget": budget_section(analysis.budget),
         "notes": analysis.notes,
         "slos": slo_rows(analysis),
         "slo_source": slo_source(analysis),
@@ -87,20 +71,35 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
         "alerts": _alert_rows(analysis),
         "distributions": distribution_section(analysis, charts),
         "prefill": _prefill_section(analysis, charts),
-        "adapters": _adapter_rows(analysis),
         "errors": _error_section(analysis, charts),
         "fidelity": _fidelity_section(analysis, charts),
-        "microbench": _microbench_section(analysis, charts),
-        "policy": _policy_section(analysis, charts),
-        "token_counts": token_count_section(analysis.token_counts or TokenCounts([], [])),
-        "sessions": session_section(analysis, charts),
         "environment": [
             {"title": title, "rows": rows} for title, rows in environment_rows(manifest).items()
         ],
         "glossary": [{"term": t, "definition": d} for t, d in glossary_entries()],
     }
+    sections = _registered_sections(analysis, charts)
+    if clash := sections.keys() & context.keys():
+        raise ValueError(f"report sections named like the page's own parts: {sorted(clash)}")
+    context.update(sections)
     context["chart_titles"] = {chart.chart_id: chart.title for chart in charts}
     return Page(context=context, charts=charts)
+
+
+def _registered_sections(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]:
+    """Each registry section's context under its name, and `sections`: place → the
+    sections shown there, in order (a section whose presenter gives nothing is left
+    out, its link too)."""
+    context: dict[str, Any] = {}
+    places: dict[str, list[dict[str, str]]] = {place: [] for place in PLACES}
+    for entry in registered_sections():
+        shown = entry.present(analysis.sections.get(entry.name), analysis, charts)
+        context[entry.name] = shown
+        if shown:
+            places[entry.place].append({"name": entry.name, "template": template_name(entry),
+                                        "anchor": entry.anchor, "nav": entry.nav})
+    context["sections"] = places
+    return context
 
 
 # --- correlation and alerts ---------------------------------------------------------
@@ -220,26 +219,6 @@ def _wide_interval(slope: float, ci: tuple[float, float]) -> str:
     return ""
 
 
-def _adapter_rows(analysis: RunAnalysis) -> list[dict[str, str]]:
-    return [
-        {
-            "adapter": a.adapter,
-            "workloads": ", ".join(a.workloads),
-            "requests": fmt.count(a.requests),
-            "errors": fmt.count(a.errors),
-            "cold": fmt.ms(a.cold_ttft_ms)
-            if a.cold_outcome == "ok"
-            else f"failed ({a.cold_outcome})",
-            "warm_p50": fmt.ms(a.warm_ttft.percentiles["p50"]),
-            "warm_p99": fmt.ms(a.warm_ttft.percentiles["p99"]),
-            "ratio": f"{a.cold_over_warm_p50:.2f}×" if math.isfinite(a.cold_over_warm_p50) else "—",
-            "warm_e2e_p50": fmt.ms(a.warm_e2e.percentiles["p50"]),
-            "warm_n": fmt.count(a.warm_ttft.n),
-        }
-        for a in analysis.adapters
-    ]
-
-
 # --- errors and fidelity -------------------------------------------------------------
 def _error_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any]:
     data = analysis.charts_series
@@ -323,94 +302,3 @@ def _fidelity_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, A
         "rows": [{"key": k, "value": v} for k, v in rows],
         "charts": chart_ids,
     }
-
-
-# --- microbenchmarks -----------------------------------------------------------------
-def _microbench_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, Any] | None:
-    mb = analysis.microbench
-    if mb is None:
-        return None
-    benchmarks = []
-    for bench in mb.benchmarks:
-        benchmarks.append(
-            {
-                "name": bench.name,
-                "status": bench.status,
-                "reason": bench.reason or "",
-                "rows": [
-                    {
-                        "metric": s.metric,
-                        "unit": s.unit,
-                        "median": fmt.number(s.figures.get("median", s.figures.get("p50"))),
-                        "p99": fmt.number(s.figures.get("p99")),
-                        "min": fmt.number(s.figures.get("min")),
-                        "max": fmt.number(s.figures.get("max")),
-                        "n": fmt.count(s.n) if s.n is not None else fmt.DASH,
-                        "description": s.description,
-                    }
-                    for s in bench.stats
-                ],
-            }
-        )
-    chart_id = ""
-    if mb.curve:
-        tables = []
-        for direction, memory in dict.fromkeys((p.direction, p.memory) for p in mb.curve):
-            points = [p for p in mb.curve if (p.direction, p.memory) == (direction, memory)]
-            tables.append(
-                (
-                    f"{direction} {memory}",
-                    np.array([p.size_bytes for p in points]),
-                    np.array([p.gbps for p in points]),
-                )
-            )
-        x, columns = joined(tables)
-        series = [
-            Series(name, column, "line")
-            for (name, _, _), column in zip(tables, columns, strict=True)
-        ]
-        if math.isfinite(mb.link_gbps_per_direction):
-            series.append(
-                Series(
-                    "link limit (per direction)",
-                    np.full(x.size, mb.link_gbps_per_direction),
-                    "dashed",
-                )
-            )
-        chart_id = add_chart(
-            charts,
-            Chart(
-                chart_id="pcie-curve",
-                title="PCIe bandwidth vs transfer size",
-                kind="xy",
-                x=x,
-                series=series,
-                x_label="bytes per copy",
-                y_label="GB/s",
-                x_log=True,
-                x_format="bytes",
-            ),
-        )
-    return {
-        "status": mb.status,
-        "reason": mb.reason or "",
-        "created_at": mb.created_at or "—",
-        "environment": [{"key": k, "value": v} for k, v in mb.environment],
-        "benchmarks": benchmarks,
-        "curve_chart": chart_id,
-        "link": fmt.gbps(mb.link_gbps_per_direction),
-        "curve_rows": [
-            {
-                "direction": p.direction,
-                "memory": p.memory,
-                "size": fmt.count(p.size_bytes),
-                "gbps": fmt.gbps(p.gbps),
-                "pct": fmt.pct(p.pct_of_link),
-                "verified": "yes" if p.verified else ("no" if p.verified is False else "—"),
-            }
-            for p in mb.curve
-        ],
-        "notes": mb.notes,
-    }
-
-

@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from zerohop.core.atomic_file import write_text_atomically
 from zerohop.report.charts import Chart, encode_for_html
+from zerohop.report.sections import template_loader
 
 TEMPLATES_ENV = "ZEROHOP_REPORT_TEMPLATES"
 STATIC_SCRIPTS: tuple[str, ...] = ("uPlot.iife.min.js", "report.js")
@@ -109,7 +110,8 @@ def _assets(root: str) -> Assets:
 @lru_cache(maxsize=4)
 def _environment(root: str) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(root),
+        # the shipped templates, then those of sections registered from elsewhere
+        loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(root), template_loader()]),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
