@@ -12,6 +12,9 @@
 #   1. environment: nvidia-smi, nvidia-smi -q, Python/CuPy/NVML versions
 #   2. `zerohop microbench --quick`: launch, ring and PCIe (ZEROHOP_MB_PLAN=full for the
 #      1 GiB sweep)
+#   2b. the energy check: NVML's total-energy counter before and after 5 s of matrix
+#      products (`python -m zerohop.microbench.energy_check`): J and mean W into
+#      energy-check.json (in results.tar.gz), its line appended to summary.txt
 #   3. a short end-to-end run (embedded target + Locust, ~45 s) with NVML telemetry;
 #      nvidia-smi samples the GPU alongside, independently of zerohop's sampler
 #   4. `zerohop report` on the end-to-end run folder (with the microbench JSON copied in)
@@ -145,6 +148,12 @@ print(gpu_slug(json.load(open(sys.argv[1]))["environment"]["gpu_name"]))' "$mb_j
   else
     failed+=("microbench: no microbench.json")
   fi
+
+  # --- 2b. energy over a fixed busy loop ------------------------------------------------------
+  step "2b. energy check (NVML total-energy counter around 5 s of matrix products)"
+  run_limited 60 "$py" -m zerohop.microbench.energy_check "$results/energy-check.json" \
+    --seconds 5 | tee -a "$OUT/summary.txt"
+  note_rc "${PIPESTATUS[0]}" "energy check"
 
   # --- 3. end-to-end run with NVML telemetry -----------------------------------------------
   step "3. end-to-end run (embedded target + Locust) with NVML telemetry"

@@ -209,6 +209,7 @@ def test_metrics_follow_the_engine(sim: SimProcess) -> None:
         "DCGM_FI_DEV_POWER_USAGE",
         "DCGM_FI_DEV_GPU_TEMP",
         "DCGM_FI_DEV_SM_CLOCK",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
         "zerohop_sim_loop_lag_seconds",
     ]:
         assert name in families, name
@@ -216,6 +217,8 @@ def test_metrics_follow_the_engine(sim: SimProcess) -> None:
     assert util.labels["gpu"] == "0" and util.value > 0  # busy a moment ago
     power = families["DCGM_FI_DEV_POWER_USAGE"].samples[0].value
     assert 70 < power <= 700
+    energy = families["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
+    assert energy.type == "counter" and energy.samples[0].value > 0  # mJ since start
     buckets = [
         s
         for s in families["vllm:time_to_first_token_seconds"].samples

@@ -85,6 +85,10 @@ class FakeNvml:
         self._check(handle, "power_usage_w")
         return 300.0 + handle
 
+    def total_energy_j(self, handle: Any) -> float:
+        self._check(handle, "total_energy_j")
+        return 1000.0 * (handle + 1) + 10.0 * self.calls["total_energy_j"]
+
     def field_values(self, handle: Any, field_ids: Sequence[int]) -> list[float | BaseException]:
         self._check(handle, "field_values")
         return [self.field_errors.get(fid, 250_000.0 + fid) for fid in field_ids]

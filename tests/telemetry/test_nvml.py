@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 ALL_FAST = {
     "gpu_sm_util_pct", "gpu_mem_util_pct", "gpu_mem_used_bytes", "gpu_mem_total_bytes",
-    "gpu_temp_c", "gpu_power_w", "gpu_power_instant_w", "gpu_power_avg_w",
+    "gpu_temp_c", "gpu_power_w", "gpu_energy_j", "gpu_power_instant_w", "gpu_power_avg_w",
     "gpu_sm_clock_mhz", "gpu_mem_clock_mhz", "gpu_throttle_reasons", "pcie_link_gen",
     "pcie_link_width",
 }
@@ -56,6 +56,29 @@ def test_reads_every_field_of_every_gpu_with_units() -> None:
     sampler.close(0.3)
     assert api.gpm_freed == api.gpm_samples  # every GPM sample released
     assert api.shutdowns == api.inits
+
+
+def test_energy_is_the_driver_counter_in_joules_and_unsupported_once() -> None:
+    api = FakeNvml(gpus=2)
+    sampler = NvmlSampler(api, clock())
+    sampler.start(0.0)
+    rows = [r for t in range(3) for r in sampler.tick(t * 0.1)]
+    energy = [r for r in rows if r.metric == "gpu_energy_j"]
+    # the fake's counter: 1000 J × (gpu + 1) plus 10 J a call (mJ → J in PynvmlApi)
+    assert [r.value for r in energy if json.loads(r.labels)["gpu"] == "1"] == [
+        2020.0, 2040.0, 2060.0]
+    assert energy[0].raw_metric == "nvmlDeviceGetTotalEnergyConsumption"
+    # a pre-Volta GPU has no counter: one `unsupported` row, then never asked again
+    old = FakeNvml(gpus=1)
+    old.fail[(0, "total_energy_j")] = pynvml.NVMLError_NotSupported()
+    sampler = NvmlSampler(old, clock())
+    sampler.start(0.0)
+    rows = [r for t in range(5) for r in sampler.tick(t * 0.1)]
+    assert [json.loads(r.labels)["field"] for r in rows if r.metric == UNSUPPORTED] == [
+        "gpu_energy_j"]
+    assert old.calls["total_energy_j"] == 1
+    assert not [r for r in rows if r.metric in ("gpu_energy_j", GAP)]
+    assert len([r for r in rows if r.metric == "gpu_power_w"]) == 5
 
 
 def test_unsupported_field_is_recorded_once_and_not_asked_again() -> None:

@@ -198,8 +198,12 @@ def test_dcgm_mapping_converts_units_and_survives_counter_typed_gauges() -> None
     assert canonical(rows, "pcie_tx_bytes_per_s") == [1.25e9]
     row = next(r for r in rows if r.metric == "gpu_temp_c")
     assert json.loads(row.labels)["gpu"] == "0"
-    # an unmapped counter stays raw only
-    assert not [r for r in rows if r.source == SOURCE and "ENERGY" in (r.raw_metric or "")]
+    # the energy counter stays cumulative (its deltas are the energy), mJ → J, from the
+    # first scrape on: unlike a rate it needs no previous reading
+    assert canonical(rows, "gpu_energy_j") == [pytest.approx(123456.789)]
+    later = PromDeriver(SOURCE).feed(6.0, parse_exposition(
+        DCGM_TEXT.replace("} 123456789", "} 123457789")))
+    assert canonical(later, "gpu_energy_j") == [pytest.approx(123457.789)]
 
 
 def test_every_mapped_metric_is_in_the_glossary() -> None:

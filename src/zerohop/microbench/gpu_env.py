@@ -149,6 +149,15 @@ class NvmlReader:
             mem_mhz=_int_or_none(self._call("nvmlDeviceGetClockInfo", mem_id)),
         )
 
+    def total_energy_j(self) -> float | None:
+        """The board's energy counter since the driver loaded, J (Volta and newer)."""
+        mj = self._call("nvmlDeviceGetTotalEnergyConsumption")
+        return None if mj is None else float(mj) / 1000.0
+
+    def power_w(self) -> float | None:
+        mw = self._call("nvmlDeviceGetPowerUsage")
+        return None if mw is None else float(mw) / 1000.0
+
     def clock_event_reasons(self) -> list[str]:
         mask = self._call("nvmlDeviceGetCurrentClocksEventReasons")
         if mask is None:

@@ -1,9 +1,10 @@
 """`/metrics` in Prometheus text format: vLLM's metric names, DCGM-exporter GPU names.
 
 Engine metrics carry vLLM's `model_name` label (one engine per served model). The GPU
-gauges are modelled from the engine's recent steps (see `gpu_activity.GpuActivity`) and
-carry DCGM exporter labels (`gpu`, `modelName`); an engine with tensor parallelism
-owns `tp` consecutive GPU indices.
+gauges and the energy counter (mJ, the modelled power's integral) are modelled from
+the engine's recent steps (see `gpu_activity.GpuActivity`) and carry DCGM exporter
+labels (`gpu`, `modelName`); an engine with tensor parallelism owns `tp` consecutive
+GPU indices, each drawing the modelled power.
 """
 
 from __future__ import annotations
@@ -179,8 +180,13 @@ def _gpu_gauges(
         ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", lambda e, s: s["power_w"]),
         ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", lambda e, s: s["temp_c"]),
     ]
-    for name, help_text, value in gauges:
-        family(name, "gauge", help_text)
+    energy = (
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "Total energy consumption since boot (in mJ).",
+        lambda e, s: s["energy_j"] * 1000.0,
+    )
+    for kind, (name, help_text, value) in [*(("gauge", g) for g in gauges), ("counter", energy)]:
+        family(name, kind, help_text)
         for i, e, sample in rows:
             labels = (
                 f'gpu="{i}",UUID="GPU-zerohop-sim-{i:04d}",device="nvidia{i}",'

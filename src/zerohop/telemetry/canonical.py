@@ -51,6 +51,11 @@ GLOSSARY: dict[str, str] = {
     "gpu_power_w": "board power the driver reports, watts: on Ampere (except GA100) and "
     "newer a 1 s moving average, on older GPUs instantaneous (nvmlDeviceGetPowerUsage, "
     "DCGM_FI_DEV_POWER_USAGE).",
+    "gpu_energy_j": "energy the board used since the driver loaded, joules: a counter "
+    "(it restarts when the driver reloads), read at the sample; its increase over a "
+    "window is that window's energy, exact where integrating power samples is not "
+    "(nvmlDeviceGetTotalEnergyConsumption mJ÷1000, Volta and newer; "
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION mJ÷1000).",
     "gpu_power_instant_w": "instantaneous board power, watts, where the driver offers it "
     "(NVML_FI_DEV_POWER_INSTANT, DCGM_FI_DEV_POWER_USAGE_INSTANT).",
     "gpu_power_avg_w": "board power averaged by the driver over 1 s, watts "
@@ -97,14 +102,15 @@ GLOSSARY: dict[str, str] = {
 }
 
 
-Kind = Literal["gauge", "rate", "histogram"]
+Kind = Literal["gauge", "counter", "rate", "histogram"]
 
 
 @dataclass(frozen=True)
 class SeriesMapping:
     """How one raw Prometheus series becomes a canonical metric: read as a gauge, as a
-    counter turned into a per-second rate, or as a histogram turned into windowed
-    quantiles; `scale` converts units (MiB → bytes, ratio → percent)."""
+    counter kept cumulative (its deltas are what is wanted, as energy's), as a counter
+    turned into a per-second rate, or as a histogram turned into windowed quantiles;
+    `scale` converts units (MiB → bytes, ratio → percent, mJ → J)."""
 
     canonical: str
     kind: Kind
@@ -142,6 +148,7 @@ SCALAR_MAP: dict[str, SeriesMapping] = {
     "DCGM_FI_DEV_FB_TOTAL": SeriesMapping("gpu_mem_total_bytes", "gauge", 1024.0 * 1024.0),
     "DCGM_FI_DEV_POWER_USAGE": SeriesMapping("gpu_power_w", "gauge"),
     "DCGM_FI_DEV_POWER_USAGE_INSTANT": SeriesMapping("gpu_power_instant_w", "gauge"),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": SeriesMapping("gpu_energy_j", "counter", 1e-3),
     "DCGM_FI_DEV_GPU_TEMP": SeriesMapping("gpu_temp_c", "gauge"),
     "DCGM_FI_DEV_SM_CLOCK": SeriesMapping("gpu_sm_clock_mhz", "gauge"),
     "DCGM_FI_DEV_MEM_CLOCK": SeriesMapping("gpu_mem_clock_mhz", "gauge"),

@@ -12,6 +12,9 @@ window the driver measures it) is in `canonical.GLOSSARY`; in short:
   it, so it runs in its own thread (`NvmlPcieSampler`) and is a spot reading.
 - power: `nvmlDeviceGetPowerUsage` is a 1 s average on Ampere+ (except GA100);
   the instantaneous and averaged field values are read separately where offered.
+- energy: `nvmlDeviceGetTotalEnergyConsumption`, the board's energy since the driver
+  loaded (Volta and newer), a counter; its deltas are exact where power samples between
+  two ticks are not (`analysis/energy.py`).
 - GPM (Hopper+): SM activity, occupancy, tensor activity and DRAM bandwidth over the
   interval between two consecutive samples.
 
@@ -158,6 +161,8 @@ class NvmlSampler:
                     lambda: api.memory_info(h))
         reader.one("gpu_temp_c", "nvmlDeviceGetTemperature", lambda: api.temperature_c(h))
         reader.one("gpu_power_w", "nvmlDeviceGetPowerUsage", lambda: api.power_usage_w(h))
+        reader.one("gpu_energy_j", "nvmlDeviceGetTotalEnergyConsumption",
+                   lambda: api.total_energy_j(h))
         reader.fields(h)
         reader.one("gpu_sm_clock_mhz", "nvmlDeviceGetClockInfo(SM)",
                    lambda: api.clock_mhz(h, CLOCK_SM))

@@ -22,6 +22,7 @@ class NvmlApi(Protocol):
     def memory_info(self, handle: Any) -> tuple[float, float]: ...  # used, total bytes
     def temperature_c(self, handle: Any) -> float: ...
     def power_usage_w(self, handle: Any) -> float: ...
+    def total_energy_j(self, handle: Any) -> float: ...  # since the driver loaded
     def field_values(self, handle: Any, field_ids: Sequence[int]
                      ) -> list[float | BaseException]: ...
     def clock_mhz(self, handle: Any, clock: int) -> float: ...
@@ -68,6 +69,9 @@ class PynvmlApi:
 
     def power_usage_w(self, handle: Any) -> float:
         return pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0
+
+    def total_energy_j(self, handle: Any) -> float:
+        return pynvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1000.0  # mJ
 
     def field_values(self, handle: Any, field_ids: Sequence[int]) -> list[float | BaseException]:
         values = pynvml.nvmlDeviceGetFieldValues(handle, list(field_ids))

@@ -91,7 +91,7 @@ class PromDeriver:
                 continue
             labels = labels_json(s.labels)
             row: Sample | None = None
-            if mapping.kind == "gauge":
+            if mapping.kind in ("gauge", "counter"):
                 row = Sample(ts, self.source, mapping.canonical, s.value * mapping.scale,
                              labels, s.name)
             elif mapping.kind == "rate":
