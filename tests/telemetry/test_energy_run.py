@@ -1,6 +1,7 @@
 """Energy per token from a real `zerohop run` against the embedded target, its /metrics
 scraped: the energy counter's figure agrees with the modelled power gauge integrated
-over the same samples, to within what a trapezoid over those scrape intervals can miss."""
+over the same samples, to within what a trapezoid over those scrape intervals can miss;
+and the report's Energy section shows it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 from tests.main_job.test_run_command import zerohop
 from zerohop.analysis.energy import summarise_energy
 from zerohop.analysis.measured_window import measured_window
+from zerohop.report import formatting as fmt
+from zerohop.report.build import build_report
 from zerohop.sim.gpu_activity import GpuActivity
 from zerohop.sim.profiles import load_profiles
 from zerohop.storage.run_reader import load_run
@@ -70,3 +73,11 @@ def test_energy_per_token_on_the_embedded_target(tmp_path: Path) -> None:
     assert summary.j_per_output_token == pytest.approx(
         integrated.mean_power_w * window.duration_s / summary.output_tokens,
         abs=bound * scale / summary.output_tokens)
+
+    # the report's Energy section, from the same analysis
+    page = build_report(run_dir).read_text()
+    section = page[page.index('<section id="energy">'):]
+    section = section[:section.index("</section>")]
+    assert f"{fmt.number(summary.j_per_output_token)} J per output token" in section
+    assert "from the GPUs&#39; energy counters" in section, section
+    assert 'href="#energy"' in page

@@ -25,6 +25,7 @@ from zerohop.analysis.alerts import (
 )
 from zerohop.analysis.correlation import CorrelationReport, CorrelationSettings, find_drivers
 from zerohop.analysis.driver_lanes import driver_lanes
+from zerohop.analysis.energy import summarise_energy
 from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samples, outcome_counts
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
 from zerohop.analysis.itl_pools import ItlPools
@@ -147,11 +148,13 @@ class RunAnalysis:
 
 @dataclass(frozen=True)
 class SectionInputs:
-    """What a section's analysis gets beside the run's records: the settings and the
-    run's analysis windows (one time axis for every chart)."""
+    """What a section's analysis gets beside the run's records: the settings, the
+    run's analysis windows (one time axis for every chart) and its measured window
+    (what every rate is divided by)."""
 
     settings: AnalysisSettings
     timeline: Timeline
+    window: MeasuredWindow
 
 
 SectionAnalysis = Callable[[RunData, SectionInputs], Any]
@@ -233,7 +236,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         window=summary.window,
         loads=workload_loads(requests, summary.window),
         structured=structured_shares(requests),
-        sections=_analyse_sections(run, SectionInputs(settings, timeline)),
+        sections=_analyse_sections(run, SectionInputs(settings, timeline, summary.window)),
     )
 
 
@@ -317,6 +320,7 @@ register_section_analysis(
 register_section_analysis("token_counts", lambda run, _: summarise_token_counts(run.requests))
 register_section_analysis("sessions", lambda run, inputs: summarise_sessions(
     run.requests, run.telemetry, inputs.timeline.coarsened(MAX_CHART_POINTS)))
+register_section_analysis("energy", lambda run, inputs: summarise_energy(run, inputs.window))
 register_section_analysis(
     "microbench",
     lambda run, _: summarise_microbench(run.microbench) if run.microbench else None)

@@ -30,6 +30,7 @@ from zerohop.analysis.token_counts import TokenCounts
 from zerohop.report.charts import Chart
 from zerohop.report.present_adapters import adapter_rows
 from zerohop.report.present_budget import budget_section
+from zerohop.report.present_energy import energy_section
 from zerohop.report.present_microbench import microbench_section
 from zerohop.report.present_policy import policy_section
 from zerohop.report.present_sessions import session_section
@@ -148,6 +149,9 @@ register_section(ReportSection(
     name="sessions", place="body", order=40, template="_sessions.html.j2",
     present=lambda _, analysis, charts: session_section(analysis, charts),
     anchor="sessions", nav="Conversations, agents & caches"))
+register_section(ReportSection(
+    name="energy", place="body", order=50, template="_energy.html.j2",
+    present=lambda energy, _, __: energy_section(energy), anchor="energy", nav="Energy"))
 register_section(ReportSection(
     name="microbench", place="closing", order=10, template="_microbench.html.j2",
     present=lambda summary, _, charts: microbench_section(summary, charts),
