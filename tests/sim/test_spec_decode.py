@@ -84,7 +84,7 @@ def test_metrics_export_vllms_counters_only_with_a_draft() -> None:
     assert f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {c.draft_tokens}\n" in text
     assert f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {c.accepted_tokens}\n" in text
     for position, n in enumerate(c.accepted_per_pos):
-        line = f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},position="{position}"}} {n}'
-        assert line in text
+        name = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+        assert f'{name}{{{label},position="{position}"}} {n}\n' in text
     plain = render_metrics([make_engine()], LagRecorder(), LagRecorder()).decode()
     assert "spec_decode" not in plain
