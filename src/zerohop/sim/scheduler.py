@@ -290,8 +290,15 @@ class Scheduler:
             elif last is not None:
                 other_itls.append(end_ns - last)
             seq.last_token_ns = end_ns
-            if self._deliver(seq, n, end_ns, written_ns):
+            if n >= seq.target_output:
+                seq.done = True
+                seq.finish_reason = seq.planned_finish_reason
                 finished_seqs.append(seq)
+                seq.sink.on_token(seq, end_ns, True, written_ns)
+            else:
+                if n == seq.pause_after_tokens:
+                    seq.paused_until_ns = end_ns + seq.pause_ns
+                seq.sink.on_token(seq, end_ns, False, written_ns)
             if draft is not None and new == 1 and context >= seq.prompt_tokens:
                 # a decode step verified K drafts: its accepted ones follow its token,
                 # up to the answer's end (the counters count every draw)
@@ -324,7 +331,9 @@ class Scheduler:
 
     @staticmethod
     def _deliver(seq: Sequence, n: int, end_ns: int, written_ns: int) -> bool:
-        """Token `n` of `seq` to its sink; True when it was the answer's last."""
+        """Accepted draft token `n` of `seq` to its sink; True when it was the answer's
+        last. The step's own token does the same inline: that loop is the hot path
+        (tests/bench/bench_sim_step_cpu.py), where a call per token shows."""
         if n >= seq.target_output:
             seq.done = True
             seq.finish_reason = seq.planned_finish_reason
