@@ -87,6 +87,17 @@ class EngineConfig(StrictModel):
         "being recomputed again (engines that give up under KV-cache pressure); "
         "None: recompute forever, like vLLM",
     )
+    spec_draft_tokens: int = Field(
+        default=0, ge=0, description="Speculative decoding: draft tokens each decode step "
+        "proposes (0: off; sim.spec_decode)"
+    )
+    spec_acceptance: float = Field(
+        default=0.7, ge=0, le=1, description="Chance each draft token is accepted, given "
+        "the ones before it were"
+    )
+    spec_draft_ms_per_token: float = Field(
+        default=0.05, ge=0, description="The draft model's cost of proposing one token, ms"
+    )
 
 
 class LoraAdapterConfig(StrictModel):
@@ -292,7 +303,7 @@ _NESTED_FLAGS = {
 }
 _ENGINE_FLAGS = {
     "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks", "time_scale",
-    "enable_prefix_caching",
+    "enable_prefix_caching", "spec_draft_tokens", "spec_acceptance",
 }
 
 

@@ -33,6 +33,7 @@ from zerohop.sim.prefix_cache import PrefixCache
 from zerohop.sim.profiles import MIB, GpuProfile, ModelProfile, Roofline, load_profiles
 from zerohop.sim.scheduler import Batch, Scheduler
 from zerohop.sim.sequence import EngineError, PreparedWrite, Sequence
+from zerohop.sim.spec_decode import DraftModel, SpeculativeStepCost
 from zerohop.sim.step_cost import StepCostModel
 from zerohop.sim.step_timer import StepTimer
 from zerohop.sim.token_delivery import prepare_writes, write_prepared
@@ -91,6 +92,12 @@ class Engine:
                 step_overhead_ms=ec.step_overhead_ms,
                 tp_allreduce_us_per_layer=ec.tp_allreduce_us_per_layer,
             )
+        # speculative decoding with a modelled draft (sim.spec_decode)
+        self.draft = None
+        if ec.spec_draft_tokens:
+            self.draft = DraftModel(ec.spec_draft_tokens, ec.spec_acceptance, seed)
+            step_cost = SpeculativeStepCost(
+                step_cost, ec.spec_draft_tokens, ec.spec_draft_ms_per_token)
         self.step_cost = step_cost
         blocks = ec.num_gpu_blocks or kv_capacity_blocks(
             self.gpu,
@@ -119,6 +126,7 @@ class Engine:
             step_cost=self.step_cost,
             stats=self.stats,
             prefix_cache=self.prefix_cache,
+            draft=self.draft,
         )
         self.timer = StepTimer(timer_spin_us * 1000)
         self.wake_lag = LagRecorder()  # how late the step clock woke: the step's own error

@@ -76,6 +76,7 @@ def render_metrics(
             f'running_lora_adapters="{_esc(running)}",waiting_lora_adapters="{_esc(waiting)}"}} '
             f"{time.time():.3f}"
         )
+    _spec_decode_counters(out, family, engines, labels_of)
     _histograms(out, family, engines, labels_of)
     _gpu_gauges(out, family, engines, now_ns)
     family(
@@ -93,6 +94,37 @@ def render_metrics(
     family("zerohop_sim_loop_lag_max_seconds", "gauge", "Largest loop lag seen.")
     out.append(f"zerohop_sim_loop_lag_max_seconds {loop_lag.max_us / 1e6:.6f}")
     return ("\n".join(out) + "\n").encode()
+
+
+def _spec_decode_counters(
+    out: list[str],
+    family: Callable[[str, str, str], None],
+    engines: Sequence[Engine],
+    labels_of: Callable[[Engine], str],
+) -> None:
+    """vLLM V1's speculative-decoding counters, for the engines with a modelled draft."""
+    drafting = [e for e in engines if e.draft is not None]
+    if not drafting:
+        return
+    for name, help_text, attr in _SPEC_DECODE_COUNTERS:
+        family(name, "counter", help_text)
+        for e in drafting:
+            assert e.draft is not None
+            out.append(f"{name}{{{labels_of(e)}}} {getattr(e.draft.counters, attr)}")
+    name = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    family(name, "counter", "Accepted draft tokens, by position in the draft.")
+    for e in drafting:
+        assert e.draft is not None
+        for position, n in enumerate(e.draft.counters.accepted_per_pos):
+            out.append(f'{name}{{{labels_of(e)},position="{position}"}} {n}')
+
+
+_SPEC_DECODE_COUNTERS = (
+    ("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", "drafts"),
+    ("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", "draft_tokens"),
+    ("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
+     "accepted_tokens"),
+)
 
 
 def _histograms(

@@ -11,6 +11,9 @@ Each step schedules like vLLM V1:
    caching, an admitted sequence first takes the cached blocks of its prompt's longest
    cached prefix (`prefix_cache.PrefixCache`) and computes only the rest.
 
+With a modelled draft (`spec_decode.DraftModel`), a decode step also hands out the
+drafts it accepted, right after the step's own token.
+
 A step's duration is the step-cost model's (`step_cost.StepCostModel`) plus what LoRA
 adds, times the engine's `time_scale`. The scheduler has no clock and does no I/O: the
 engine says when a step starts (`schedule`) and when it ends (`complete`).
@@ -29,6 +32,7 @@ from zerohop.sim.lora import LoraSlots
 from zerohop.sim.prefix_cache import PrefixCache
 from zerohop.sim.profiles import GpuProfile, ModelProfile
 from zerohop.sim.sequence import EngineError, Sequence
+from zerohop.sim.spec_decode import DraftModel
 from zerohop.sim.step_cost import StepCostModel, split_decodes
 
 Batch = list[tuple[Sequence, int, int]]
@@ -49,6 +53,7 @@ class Scheduler:
         step_cost: StepCostModel,
         stats: EngineCounters,
         prefix_cache: PrefixCache | None = None,
+        draft: DraftModel | None = None,
     ) -> None:
         self.engine_config = served.engine
         self.lora_config = served.lora
@@ -58,6 +63,7 @@ class Scheduler:
         self.step_cost = step_cost
         self.stats = stats
         self.prefix_cache = prefix_cache
+        self.draft = draft
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
         self.lora_load_ms = _lora_load_ms(served, model, gpu)
@@ -258,7 +264,9 @@ class Scheduler:
         finished_seqs: list[Sequence] = []
         other_itls: list[int] = []
         stamps = written if written is not None else repeat(0, len(batch))
-        for (seq, _context, new), written_ns in zip(batch, stamps, strict=True):
+        draft = self.draft
+        drafted = 0  # accepted draft tokens handed out after their step's own token
+        for (seq, context, new), written_ns in zip(batch, stamps, strict=True):
             if seq.done:
                 continue  # aborted while the step ran
             computed = seq.num_computed + new
@@ -291,9 +299,22 @@ class Scheduler:
                 if n == seq.pause_after_tokens:
                     seq.paused_until_ns = end_ns + seq.pause_ns
                 seq.sink.on_token(seq, end_ns, False, written_ns)
+            if draft is not None and new == 1 and context >= seq.prompt_tokens:
+                # a decode step verified K drafts: its accepted ones follow its token,
+                # up to the answer's end (the counters count every draw)
+                accepted = min(draft.verify(), seq.target_output - n)
+                for _ in range(accepted):
+                    if seq.done:
+                        break  # a fault ended the stream at the token before
+                    n += 1
+                    seq.num_output = n
+                    seq.num_computed += 1  # an accepted draft's KV was computed in the step
+                    drafted += 1
+                    if self._deliver(seq, n, end_ns, 0):
+                        finished_seqs.append(seq)
         self._last_end_ns = end_ns
         stats = self.stats
-        stats.generation_tokens_total += steady_itl + len(firsts) + len(other_itls)
+        stats.generation_tokens_total += steady_itl + len(firsts) + len(other_itls) + drafted
         if steady_itl:
             stats.itl.observe_n((end_ns - prev_end) / 1e9, steady_itl)
         for gap in other_itls:
@@ -307,6 +328,21 @@ class Scheduler:
             _observe_phases(stats, seq, end_ns)
             if seq.blocks or seq in self.running:
                 self._remove(seq)
+
+    @staticmethod
+    def _deliver(seq: Sequence, n: int, end_ns: int, written_ns: int) -> bool:
+        """Accepted draft token `n` of `seq` to its sink; True when it was the answer's
+        last. The step's own token does the same inline: that loop is the hot path
+        (tests/bench/bench_sim_step_cpu.py), where a call per token shows."""
+        if n >= seq.target_output:
+            seq.done = True
+            seq.finish_reason = seq.planned_finish_reason
+            seq.sink.on_token(seq, end_ns, True, written_ns)
+            return True
+        if n == seq.pause_after_tokens:
+            seq.paused_until_ns = end_ns + seq.pause_ns
+        seq.sink.on_token(seq, end_ns, False, written_ns)
+        return False
 
 
 def _observe_phases(stats: EngineCounters, seq: Sequence, end_ns: int) -> None:

@@ -80,6 +80,20 @@ from zerohop.sim.http_server import run_server
     "not JSON (0-1).",
 )
 @click.option(
+    "--spec-draft-tokens",
+    type=int,
+    default=None,
+    help="Speculative decoding with a modelled draft: tokens proposed per decode step "
+    "(default 0: off).",
+)
+@click.option(
+    "--spec-acceptance",
+    type=float,
+    default=None,
+    help="Chance each draft token is accepted given the ones before it were (0-1, "
+    "default 0.7).",
+)
+@click.option(
     "--time-scale",
     type=float,
     default=None,

@@ -37,6 +37,20 @@ GLOSSARY: dict[str, str] = {
     "prefix_cache_query_tokens_per_s": "prompt tokens per second looked up in the prefix "
     "cache between two scrapes (counter rate): vllm:prefix_cache_queries_total; hits ÷ "
     "queries is the server's own cache hit rate.",
+    "spec_drafts_per_s": "speculative-decoding drafts per second between two scrapes "
+    "(counter rate; one per sequence per verifying step): vllm:spec_decode_num_drafts_total.",
+    "spec_draft_tokens_per_s": "draft tokens proposed per second between two scrapes "
+    "(counter rate): vllm:spec_decode_num_draft_tokens_total.",
+    "spec_accepted_tokens_per_s": "draft tokens the target accepted per second between two "
+    "scrapes (counter rate): vllm:spec_decode_num_accepted_tokens_total; accepted ÷ draft "
+    "tokens is the acceptance rate.",
+    "spec_accepted_tokens_per_pos_per_s": "accepted draft tokens per second at one position "
+    "of the draft (label position, 0 = first), between two scrapes (counter rate): "
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total.",
+    "spec_accept_length": "SGLang's mean accepted length per verification (gauge, tokens, "
+    "over its last logging interval): sglang:spec_accept_length.",
+    "spec_accept_rate": "SGLang's acceptance rate, accepted ÷ draft tokens (gauge, 0–1, "
+    "over its last logging interval): sglang:spec_accept_rate.",
     # --- GPU (NVML, or a DCGM exporter) -----------------------------------------------
     "gpu_sm_util_pct": "percent of the driver's sample window (1/6 s to 1 s by product) "
     "during which at least one kernel ran — 'any kernel running', not SM occupancy: "
@@ -130,12 +144,22 @@ SCALAR_MAP: dict[str, SeriesMapping] = {
     "vllm:num_preemptions": SeriesMapping("preemptions_per_s", "rate"),
     "vllm:prefix_cache_hits": SeriesMapping("prefix_cache_hit_tokens_per_s", "rate"),
     "vllm:prefix_cache_queries": SeriesMapping("prefix_cache_query_tokens_per_s", "rate"),
+    # vLLM V1 speculative decoding (vllm/v1/spec_decode/metrics.py: prometheus_client
+    # Counters named without `_total`, the per-position one labelled `position`)
+    "vllm:spec_decode_num_drafts": SeriesMapping("spec_drafts_per_s", "rate"),
+    "vllm:spec_decode_num_draft_tokens": SeriesMapping("spec_draft_tokens_per_s", "rate"),
+    "vllm:spec_decode_num_accepted_tokens": SeriesMapping("spec_accepted_tokens_per_s", "rate"),
+    "vllm:spec_decode_num_accepted_tokens_per_pos": SeriesMapping(
+        "spec_accepted_tokens_per_pos_per_s", "rate"),
     # SGLang
     "sglang:num_queue_reqs": SeriesMapping("queue_depth", "gauge"),
     "sglang:num_running_reqs": SeriesMapping("running_requests", "gauge"),
     "sglang:token_usage": SeriesMapping("kv_cache_usage_frac", "gauge"),
     "sglang:prompt_tokens": SeriesMapping("prompt_tokens_per_s", "rate"),
     "sglang:generation_tokens": SeriesMapping("generation_tokens_per_s", "rate"),
+    # python/sglang/srt/metrics/collector.py: Gauges set from the scheduler's last interval
+    "sglang:spec_accept_length": SeriesMapping("spec_accept_length", "gauge"),
+    "sglang:spec_accept_rate": SeriesMapping("spec_accept_rate", "gauge"),
     # TGI (token rates from the per-request histograms' sums)
     "tgi_queue_size": SeriesMapping("queue_depth", "gauge"),
     "tgi_batch_current_size": SeriesMapping("running_requests", "gauge"),
