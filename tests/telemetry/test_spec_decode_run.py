@@ -1,5 +1,6 @@
 """Speculative decoding end to end: `zerohop run` against the embedded target with a
-modelled draft, telemetry scraping its /metrics, then analysis/spec_decode.py.
+modelled draft, telemetry scraping its /metrics, then analysis/spec_decode.py and the
+report's section.
 
 The bound on the acceptance rate is the draws' own sampling error, not a tolerance:
 a draft of K tokens accepts A of them, P(A > i) = P^(i+1), so over the N drafts
@@ -17,6 +18,8 @@ import pytest
 from tests.reliability.conftest import FLOOD_WORKLOAD, only_run_dir, run, zerohop_cmd
 from zerohop.analysis.measured_window import measured_window
 from zerohop.analysis.spec_decode import SpecDecodeSummary, summarise_spec_decode
+from zerohop.report import formatting as fmt
+from zerohop.report.build import build_report
 from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.integration
@@ -25,7 +28,7 @@ K, P = 4, 0.7
 SIGMAS = 4.0
 
 
-def _run(tmp_path: Path, sim_args: str | None) -> SpecDecodeSummary | None:
+def _run(tmp_path: Path, sim_args: str | None) -> tuple[SpecDecodeSummary | None, str]:
     wl = tmp_path / "flood.yaml"
     wl.write_text(FLOOD_WORKLOAD.format(max_tokens=64, users=4))
     extra = ["--sim-args", sim_args] if sim_args else []
@@ -34,12 +37,13 @@ def _run(tmp_path: Path, sim_args: str | None) -> SpecDecodeSummary | None:
         "--telemetry", "prom", "--microbench", "off", "--no-report",
         "--results-dir", str(tmp_path / "r"), *extra), timeout=180)
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
-    data = load_run(only_run_dir(tmp_path / "r"))
-    return summarise_spec_decode(data, measured_window(data))
+    run_dir = only_run_dir(tmp_path / "r")
+    data = load_run(run_dir)
+    return summarise_spec_decode(data, measured_window(data)), build_report(run_dir).read_text()
 
 
 def test_acceptance_rate_and_tokens_per_read_with_a_modelled_draft(tmp_path: Path) -> None:
-    s = _run(tmp_path, f"--spec-draft-tokens {K} --spec-acceptance {P}")
+    s, page = _run(tmp_path, f"--spec-draft-tokens {K} --spec-acceptance {P}")
     assert s is not None
     n = s.drafts
     assert n > 200 and s.draft_tokens == K * n
@@ -55,7 +59,14 @@ def test_acceptance_rate_and_tokens_per_read_with_a_modelled_draft(tmp_path: Pat
     # accepted drafts reach the client in the step's read: more than one token per read
     assert s.requests > 20
     assert s.tokens_per_read_mean > 1.0 and s.tokens_per_read_pooled > 1.0
+    # the report's section says the same
+    section = page[page.index('<section id="spec-decode">'):]
+    section = section[:section.index("</section>")]
+    assert f"{fmt.pct(100 * s.acceptance_rate)} of draft tokens accepted" in section
+    assert f"{fmt.number(s.accepted_per_draft)} accepted tokens per draft" in section
+    assert section.count('<td class="num">') == K
 
 
 def test_no_summary_without_speculative_decoding(tmp_path: Path) -> None:
-    assert _run(tmp_path, None) is None
+    summary, page = _run(tmp_path, None)
+    assert summary is None and 'id="spec-decode"' not in page

@@ -40,6 +40,7 @@ from zerohop.analysis.run_data import RunData
 from zerohop.analysis.run_summary import summarise_run
 from zerohop.analysis.sessions import SessionAnalysis, summarise_sessions
 from zerohop.analysis.slo import SloResult
+from zerohop.analysis.spec_decode import summarise_spec_decode
 from zerohop.analysis.structured_output import StructuredShare, structured_shares
 from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
 from zerohop.analysis.time_budget import TimeBudget, time_budget
@@ -320,6 +321,8 @@ register_section_analysis(
 register_section_analysis("token_counts", lambda run, _: summarise_token_counts(run.requests))
 register_section_analysis("sessions", lambda run, inputs: summarise_sessions(
     run.requests, run.telemetry, inputs.timeline.coarsened(MAX_CHART_POINTS)))
+register_section_analysis(
+    "spec_decode", lambda run, inputs: summarise_spec_decode(run, inputs.window))
 register_section_analysis("energy", lambda run, inputs: summarise_energy(run, inputs.window))
 register_section_analysis(
     "microbench",

@@ -34,6 +34,7 @@ from zerohop.report.present_energy import energy_section
 from zerohop.report.present_microbench import microbench_section
 from zerohop.report.present_policy import policy_section
 from zerohop.report.present_sessions import session_section
+from zerohop.report.present_spec_decode import spec_decode_section
 from zerohop.report.present_token_counts import token_count_section
 
 # where a section goes: inside the verdict (after the headline figures), among the
@@ -149,6 +150,10 @@ register_section(ReportSection(
     name="sessions", place="body", order=40, template="_sessions.html.j2",
     present=lambda _, analysis, charts: session_section(analysis, charts),
     anchor="sessions", nav="Conversations, agents & caches"))
+register_section(ReportSection(
+    name="spec_decode", place="body", order=45, template="_spec_decode.html.j2",
+    present=lambda summary, _, __: spec_decode_section(summary), anchor="spec-decode",
+    nav="Speculative decoding"))
 register_section(ReportSection(
     name="energy", place="body", order=50, template="_energy.html.j2",
     present=lambda energy, _, __: energy_section(energy), anchor="energy", nav="Energy"))
