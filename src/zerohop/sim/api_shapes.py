@@ -97,6 +97,20 @@ class WireShape(Protocol):
     ) -> bytes: ...
 
 
+class EventByIndex:
+    """For a shape whose every token event, the last one included, is built by
+    `_event(index, piece, last=...)`: the last only closes what the answer opened."""
+
+    def _event(self, index: int, piece: bytes, *, last: bool) -> bytes:
+        raise NotImplementedError
+
+    def token_event(self, index: int, piece: bytes) -> bytes:
+        return self._event(index, piece, last=False)
+
+    def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
+        return self._event(index, piece, last=True)
+
+
 def error_body(api: str, status: int, message: str, error_type: str | None = None) -> bytes:
     """The JSON body of an HTTP error, in the API's own shape."""
     if api == "messages":
