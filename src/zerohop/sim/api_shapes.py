@@ -178,6 +178,10 @@ class _OpenAIStreamShape:
         body = _j({"error": {"message": message, "type": error_type, "param": None, "code": 500}})
         return b"data: " + body + b"\n\ndata: [DONE]\n\n"
 
+    def invalid_json_event(self) -> bytes:
+        """A token chunk cut off inside its text: not JSON."""
+        return self._prefix + b" bro\n\n"
+
 
 class ChatShape(_OpenAIStreamShape):
     api = "chat"
@@ -192,9 +196,6 @@ class ChatShape(_OpenAIStreamShape):
             b"data: " + self._head + b',"choices":[{"index":0,"delta":{"role":"assistant",'
             b'"content":""},"logprobs":null,"finish_reason":null}]}\n\n'
         )
-
-    def invalid_json_event(self) -> bytes:
-        return b"data: " + self._head + b',"choices":[{"index":0,"delta":{"content":" bro\n\n'
 
     def final_body(
         self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
@@ -235,9 +236,6 @@ class CompletionShape(_OpenAIStreamShape):
 
     def first_events(self) -> bytes:
         return b""
-
-    def invalid_json_event(self) -> bytes:
-        return b"data: " + self._head + b',"choices":[{"index":0,"text":" bro\n\n'
 
     def final_body(
         self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
