@@ -194,8 +194,6 @@ class TraceReplaySpec(WorkloadBase):
     @field_validator("trace", mode="before")
     @classmethod
     def _resolve_trace(cls, value: Any, info: ValidationInfo) -> Any:
-        if not isinstance(value, str | Path):
-            return value
         return resolve_input_path(value, info.context, what="trace")
 
     @field_validator("format")

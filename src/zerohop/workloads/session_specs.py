@@ -54,8 +54,6 @@ class _FileSource(StrictModel):
     @field_validator("path", mode="before")
     @classmethod
     def _resolve_path(cls, value: Any, info: ValidationInfo) -> Any:
-        if not isinstance(value, str | Path):
-            return value
         return resolve_input_path(value, info.context, what="conversation")
 
 
