@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from tests.microbench.plausibility import plausibility_violations
+from tests.tiers import skip_unless_required
 
 from zerohop.microbench.gpu_env import cuda_unavailable_reason
 from zerohop.microbench.plan import Plan, get_plan
@@ -29,10 +30,7 @@ def require_cuda() -> None:
     a missing CuPy or device fails instead of passing as skipped."""
     reason = cuda_unavailable_reason()
     if reason is not None:
-        message = f"needs a CUDA device and CuPy: {reason}"
-        if os.environ.get("ZEROHOP_REQUIRE_GPU") == "1":
-            pytest.fail(f"ZEROHOP_REQUIRE_GPU=1 but {message}", pytrace=False)
-        pytest.skip(message)
+        skip_unless_required("ZEROHOP_REQUIRE_GPU", f"needs a CUDA device and CuPy: {reason}")
 
 
 @pytest.fixture(scope="session")

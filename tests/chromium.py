@@ -9,7 +9,6 @@ Why one module: tests that each looked for Chromium their own way disagreed with
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.tiers import skip_unless_required
 
 REQUIRE_ENV = "ZEROHOP_REQUIRE_BROWSER"
 PATH_NAMES = ("chromium", "chromium-browser")
@@ -80,26 +79,17 @@ def find_chromium() -> Path | None:
     return FALLBACK if FALLBACK.exists() else None
 
 
-def browser_required() -> bool:
-    return os.environ.get(REQUIRE_ENV) == "1"
-
-
-def _unavailable(reason: str) -> None:
-    if browser_required():
-        pytest.fail(f"{REQUIRE_ENV}=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
 def require_chromium() -> tuple[Path, Any]:
     """(Chromium's path, playwright.sync_api), or skip — or fail when required."""
     chromium = find_chromium()
     if chromium is None:
-        _unavailable("Chromium not found (chromium / chromium-browser on PATH, "
-                     f"{FALLBACK}); apt-get install -y chromium")
+        skip_unless_required(REQUIRE_ENV, "Chromium not found (chromium / chromium-browser "
+                             f"on PATH, {FALLBACK}); apt-get install -y chromium")
     try:
         import playwright.sync_api as sync_api
     except ImportError:
-        _unavailable("the playwright package is not installed (pip install '.[dev]')")
+        skip_unless_required(REQUIRE_ENV, "the playwright package is not installed "
+                             "(pip install '.[dev]')")
     assert chromium is not None
     return chromium, sync_api
 

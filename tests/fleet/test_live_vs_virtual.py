@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.background import running_in_background
 from tests.main_job.test_run_command import zerohop
 from zerohop.telemetry.prometheus import histogram_quantile
 
@@ -50,21 +51,15 @@ def wakeup_lateness_ms() -> Iterator[list[float]]:
     """A thread that sleeps PROBE_PERIOD_S over and over meanwhile; the list fills with
     how late each wake-up came (ms): what the machine's load does to a process now."""
     late: list[float] = []
-    stop = threading.Event()
 
-    def probe() -> None:
+    def probe(stop: threading.Event) -> None:
         while not stop.is_set():
             due = time.perf_counter() + PROBE_PERIOD_S
             time.sleep(PROBE_PERIOD_S)
             late.append(max(0.0, time.perf_counter() - due) * 1e3)
 
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    try:
+    with running_in_background(probe):
         yield late
-    finally:
-        stop.set()
-        thread.join()
 
 
 def _ok(results: Path) -> pd.DataFrame:

@@ -9,32 +9,26 @@ layer fails instead of passing as skipped.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.real_layers import find_nginx, find_vllm_router
+from tests.tiers import mark_folder, skip_unless_required
 
 _THIS_DIR = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under tests/layers_real belongs to the layers (and integration) tiers."""
-    for item in items:
-        if _THIS_DIR in Path(str(item.path)).resolve().parents:
-            item.add_marker(pytest.mark.layers)
-            item.add_marker(pytest.mark.integration)
+    mark_folder(items, _THIS_DIR, pytest.mark.layers, pytest.mark.integration)
 
 
 def _need(found: str | None, what: str, install: str) -> str:
     if found is not None:
         return found
-    message = f"{what} not found ({install})"
-    if os.environ.get("ZEROHOP_REQUIRE_LAYERS") == "1":
-        pytest.fail(f"ZEROHOP_REQUIRE_LAYERS=1 but {message}", pytrace=False)
-    pytest.skip(message)
+    skip_unless_required("ZEROHOP_REQUIRE_LAYERS", f"{what} not found ({install})")
 
 
 @pytest.fixture(scope="session")

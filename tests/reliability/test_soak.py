@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.background import running_in_background
 from tests.reliability.conftest import FLOOD_WORKLOAD, locust_cmd, only_run_dir, run
 from tests.reliability.test_interruptions import assert_nothing_missing
 from zerohop.sim.launcher import start_sim
@@ -49,19 +50,13 @@ def rss_bytes(pid: int) -> float:
 def sampling_rss(pid: int, period_s: float = 1.0) -> Iterator[list[tuple[float, float]]]:
     """(wall time, RSS bytes) of `pid` every `period_s` while the block runs."""
     samples: list[tuple[float, float]] = []
-    stop = threading.Event()
 
-    def sample() -> None:
+    def sample(stop: threading.Event) -> None:
         while not stop.wait(period_s):
             samples.append((time.time(), rss_bytes(pid)))
 
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
-    try:
+    with running_in_background(sample):
         yield samples
-    finally:
-        stop.set()
-        thread.join()
 
 
 def second_half_growth_mib(samples: pd.DataFrame, start: float, end: float) -> tuple[float, float]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tiers import mark_folder, skip_unless_required
 from tests.vllm_cpu import (
     VllmServer,
     adapters_in,
@@ -28,10 +29,7 @@ _THIS_DIR = Path(__file__).resolve().parent
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under tests/vllm belongs to the vllm (and integration) tiers."""
-    for item in items:
-        if _THIS_DIR in Path(str(item.path)).resolve().parents:
-            item.add_marker(pytest.mark.vllm)
-            item.add_marker(pytest.mark.integration)
+    mark_folder(items, _THIS_DIR, pytest.mark.vllm, pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -46,13 +44,11 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer
     """
     probe = probe_env(setup=os.environ.get("ZEROHOP_VLLM_SETUP") == "1")
     if probe.env is None:
-        message = (
+        skip_unless_required(
+            "ZEROHOP_REQUIRE_VLLM",
             f"vLLM CPU env not found at {probe.venv}: run tools/vllm_cpu/setup_env.sh "
-            f"({probe.reason})"
+            f"({probe.reason})",
         )
-        if os.environ.get("ZEROHOP_REQUIRE_VLLM") == "1":
-            pytest.fail(f"ZEROHOP_REQUIRE_VLLM=1 but {message}", pytrace=False)
-        pytest.skip(message)
     model_dir = build_tiny_model(probe.env, default_model_dir())
     log_path = tmp_path_factory.mktemp("vllm") / "server.log"
     cpus = sorted(os.sched_getaffinity(0))

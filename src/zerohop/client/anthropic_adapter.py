@@ -11,21 +11,18 @@ Tools and a tool-calling history arrive in the chat API's shape and are converte
 
 from __future__ import annotations
 
-from functools import partial
 from types import MappingProxyType
 from typing import Any
 
+from zerohop.client.adapter_base import AdapterBase, EventDecoder, opened_tool_call
 from zerohop.client.protocols import (
     ContentDelta,
     DecodedResponse,
     GenerationRequest,
     HttpRequest,
     ProtocolError,
-    StreamDecoder,
-    StreamError,
     StreamItem,
     Terminator,
-    ToolCall,
     ToolCallPart,
     Usage,
 )
@@ -36,11 +33,7 @@ from zerohop.client.tool_messages import (
     anthropic_tools,
 )
 from zerohop.client.wire_format import (
-    UsageMergingDecoder,
-    base_headers,
-    chat_messages,
-    decode_error_body,
-    encode_json,
+    chat_history,
     error_from,
     optional_count,
     optional_str,
@@ -57,7 +50,7 @@ _DELTA_TEXT = MappingProxyType(
 )
 
 
-class AnthropicMessagesAdapter:
+class AnthropicMessagesAdapter(AdapterBase):
     """POST /v1/messages with Anthropic's typed event stream."""
 
     name = "anthropic"
@@ -66,14 +59,11 @@ class AnthropicMessagesAdapter:
     def build_request(
         self, req: GenerationRequest, *, api_key: str | None, request_id: str, stream: bool = True
     ) -> HttpRequest:
-        if req.messages is None and req.prompt is None:
-            raise ValueError(f"prompt: {self.name} needs prompt or messages, not token ids")
+        messages = anthropic_messages(chat_history(req, self.name))
         if req.response_format is not None:
             raise ValueError(f"response_format: {self.name} takes no JSON schema")
-        messages = anthropic_messages(chat_messages(req))
-        # Anthropic takes the system prompt as a field, not as a message
-        system_parts = [req.system] if req.system is not None else []
-        system_parts += [m.get("content", "") for m in messages if m.get("role") == "system"]
+        # Anthropic takes the system prompt (and any system message) as a field
+        system_parts = [m.get("content", "") for m in messages if m.get("role") == "system"]
         messages = [m for m in messages if m.get("role") != "system"]
         body: dict[str, Any] = {
             "model": req.model,
@@ -90,22 +80,16 @@ class AnthropicMessagesAdapter:
         if req.stop:
             body["stop_sequences"] = list(req.stop)
         body["stream"] = stream
-        body.update(req.extra_body)
-        headers = base_headers(request_id, stream)
-        headers["anthropic-version"] = ANTHROPIC_VERSION
+        own_headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key:
-            headers["x-api-key"] = api_key
-        return HttpRequest("POST", self.path, headers, encode_json(body))
+            own_headers["x-api-key"] = api_key
+        return self._post(body, req, request_id=request_id, stream=stream,
+                          own_headers=own_headers)
 
-    def new_stream_decoder(self, *, tool_call_parts: bool = False) -> StreamDecoder:
-        # input tokens come in message_start, output tokens in message_delta
-        return UsageMergingDecoder(partial(_decode_event, parts=tool_call_parts))
-
-    def decode_event(self, event: SSEEvent) -> list[StreamItem]:
-        return _decode_event(event)
-
-    def decode_error_body(self, status: int, body: bytes) -> StreamError:
-        return decode_error_body(status, body)
+    def _event_decoder(self) -> EventDecoder:
+        # input tokens come in message_start, output tokens in message_delta: the stream
+        # decoder merges the two
+        return _decode_event
 
     def decode_response(self, body: bytes) -> DecodedResponse:
         obj = parse_object(body)
@@ -132,7 +116,7 @@ class AnthropicMessagesAdapter:
         return DecodedResponse("".join(parts), usage_counts, tool_calls)
 
 
-def _decode_event(event: SSEEvent, *, parts: bool = False) -> list[StreamItem]:
+def _decode_event(event: SSEEvent, parts: bool) -> list[StreamItem]:
     """One event's items; with `parts`, also the `ToolCallPart`s of a tool_use block
     (its id and name when it starts, each argument fragment) and the mark on its
     argument content."""
@@ -156,13 +140,8 @@ def _decode_event(event: SSEEvent, *, parts: bool = False) -> list[StreamItem]:
     if kind == "content_block_start":
         block = obj.get("content_block")
         if isinstance(block, dict) and block.get("type") == "tool_use":
-            opened: list[StreamItem] = [ToolCall(str(obj.get("index")))]
-            if parts:
-                call_id, name = block.get("id"), block.get("name")
-                opened.append(ToolCallPart(str(obj.get("index")),
-                                           call_id if isinstance(call_id, str) else None,
-                                           name if isinstance(name, str) else None))
-            return opened
+            return opened_tool_call(str(obj.get("index")), block.get("id"), block.get("name"),
+                                    parts)
         return []
     if kind == "message_start":
         message = obj.get("message")

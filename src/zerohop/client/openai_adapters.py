@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zerohop.client.adapter_base import AdapterBase, EventDecoder
 from zerohop.client.openai_chunks import (
     logprob_count,
     reasoning_token_count,
@@ -22,7 +23,6 @@ from zerohop.client.protocols import (
     GenerationRequest,
     HttpRequest,
     ProtocolError,
-    StreamDecoder,
     StreamError,
     StreamItem,
     Terminator,
@@ -32,11 +32,7 @@ from zerohop.client.protocols import (
 )
 from zerohop.client.sse import SSEEvent
 from zerohop.client.wire_format import (
-    UsageMergingDecoder,
-    base_headers,
-    chat_messages,
-    decode_error_body,
-    encode_json,
+    chat_history,
     error_from,
     optional_count,
     optional_str,
@@ -46,11 +42,9 @@ from zerohop.client.wire_format import (
 __all__ = ["OpenAIChatAdapter", "OpenAICompletionsAdapter"]
 
 
-class _OpenAIBase:
-    """What the two OpenAI-style APIs share: framing, errors, usage, auth."""
-
-    name: str = ""
-    path: str = ""
+class _OpenAIBase(AdapterBase):
+    """What the two OpenAI-style APIs share: the body's common fields, chunks, errors,
+    usage, auth."""
 
     def build_request(
         self, req: GenerationRequest, *, api_key: str | None, request_id: str, stream: bool = True
@@ -71,21 +65,14 @@ class _OpenAIBase:
             body["stream_options"] = {"include_usage": True}
         if req.ignore_eos:
             body["ignore_eos"] = True
-        body.update(req.extra_body)
-        headers = base_headers(request_id, stream)
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        return HttpRequest("POST", self.path, headers, encode_json(body))
+        own_headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        return self._post(body, req, request_id=request_id, stream=stream,
+                          own_headers=own_headers)
 
-    def new_stream_decoder(self, *, tool_call_parts: bool = False) -> StreamDecoder:
-        if tool_call_parts:
-            return UsageMergingDecoder(lambda event: self._decode(event, parts=True))
-        return UsageMergingDecoder(self.decode_event)
+    def _event_decoder(self) -> EventDecoder:
+        return self._decode
 
-    def decode_event(self, event: SSEEvent) -> list[StreamItem]:
-        return self._decode(event, parts=False)
-
-    def _decode(self, event: SSEEvent, *, parts: bool) -> list[StreamItem]:
+    def _decode(self, event: SSEEvent, parts: bool) -> list[StreamItem]:
         data = event.data
         if not data.startswith("{") and data.strip() == "[DONE]":
             return [Terminator()]
@@ -109,9 +96,6 @@ class _OpenAIBase:
         if usage is not None:
             items.append(_openai_usage(usage))
         return items
-
-    def decode_error_body(self, status: int, body: bytes) -> StreamError:
-        return decode_error_body(status, body)
 
     def decode_response(self, body: bytes) -> DecodedResponse:
         obj = parse_object(body)
@@ -151,12 +135,7 @@ class OpenAIChatAdapter(_OpenAIBase):
     path = "/v1/chat/completions"
 
     def _prompt_fields(self, req: GenerationRequest) -> dict[str, Any]:
-        if req.messages is None and req.prompt is None:
-            raise ValueError(f"prompt: {self.name} needs prompt or messages, not token ids")
-        messages = chat_messages(req)
-        if req.system is not None:
-            messages.insert(0, {"role": "system", "content": req.system})
-        return {"messages": messages}
+        return {"messages": chat_history(req, self.name)}
 
     def _choice_items(self, choice: dict[str, Any], items: list[StreamItem], parts: bool
                       ) -> None:

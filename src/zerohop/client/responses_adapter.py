@@ -21,30 +21,24 @@ errors.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
+from zerohop.client.adapter_base import AdapterBase, EventDecoder, opened_tool_call
 from zerohop.client.protocols import (
     ContentDelta,
     DecodedResponse,
     GenerationRequest,
     HttpRequest,
     ProtocolError,
-    StreamDecoder,
     StreamError,
     StreamItem,
     Terminator,
-    ToolCall,
     ToolCallPart,
     Usage,
 )
 from zerohop.client.sse import SSEEvent
 from zerohop.client.wire_format import (
-    UsageMergingDecoder,
-    base_headers,
-    chat_messages,
-    decode_error_body,
-    encode_json,
+    chat_history,
     error_from,
     optional_count,
     optional_str,
@@ -61,7 +55,7 @@ _TEXT_DELTAS = {
 _ENDS_WELL = "max_output_tokens"  # the one reason an incomplete response is a length stop
 
 
-class OpenAIResponsesAdapter:
+class OpenAIResponsesAdapter(AdapterBase):
     """POST /v1/responses with the Responses API's typed event stream."""
 
     name = "openai-responses"
@@ -70,11 +64,7 @@ class OpenAIResponsesAdapter:
     def build_request(
         self, req: GenerationRequest, *, api_key: str | None, request_id: str, stream: bool = True
     ) -> HttpRequest:
-        if req.messages is None and req.prompt is None:
-            raise ValueError(f"prompt: {self.name} needs prompt or messages, not token ids")
-        messages = chat_messages(req)
-        if req.system is not None:
-            messages.insert(0, {"role": "system", "content": req.system})
+        messages = chat_history(req, self.name)
         body: dict[str, Any] = {
             "model": req.model,
             "input": responses_input(messages),
@@ -93,20 +83,12 @@ class OpenAIResponsesAdapter:
         body["store"] = False  # a benchmark keeps no server-side state between requests
         if req.ignore_eos:
             body["ignore_eos"] = True  # vLLM's extension, as on chat
-        body.update(req.extra_body)
-        headers = base_headers(request_id, stream)
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        return HttpRequest("POST", self.path, headers, encode_json(body))
+        own_headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        return self._post(body, req, request_id=request_id, stream=stream,
+                          own_headers=own_headers)
 
-    def new_stream_decoder(self, *, tool_call_parts: bool = False) -> StreamDecoder:
-        return UsageMergingDecoder(partial(_decode_event, parts=tool_call_parts))
-
-    def decode_event(self, event: SSEEvent) -> list[StreamItem]:
-        return _decode_event(event)
-
-    def decode_error_body(self, status: int, body: bytes) -> StreamError:
-        return decode_error_body(status, body)
+    def _event_decoder(self) -> EventDecoder:
+        return _decode_event
 
     def decode_response(self, body: bytes) -> DecodedResponse:
         obj = parse_object(body)
@@ -174,7 +156,7 @@ def responses_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return converted
 
 
-def _decode_event(event: SSEEvent, *, parts: bool = False) -> list[StreamItem]:
+def _decode_event(event: SSEEvent, parts: bool) -> list[StreamItem]:
     """One event's items; with `parts`, also the `ToolCallPart`s of a function call
     (its id and name when its item is added, each argument fragment)."""
     obj = parse_object(event.data)
@@ -212,13 +194,8 @@ def _opened_call(obj: dict[str, Any], parts: bool) -> list[StreamItem]:
     item = obj.get("item")
     if not isinstance(item, dict) or item.get("type") != "function_call":
         return []
-    key = str(obj.get("output_index"))
-    opened: list[StreamItem] = [ToolCall(key)]
-    if parts:
-        call_id, name = item.get("call_id"), item.get("name")
-        opened.append(ToolCallPart(key, call_id if isinstance(call_id, str) else None,
-                                   name if isinstance(name, str) else None))
-    return opened
+    return opened_tool_call(str(obj.get("output_index")), item.get("call_id"),
+                            item.get("name"), parts)
 
 
 def _terminal(kind: str, obj: dict[str, Any]) -> list[StreamItem]:

@@ -25,6 +25,7 @@ from zerohop.core.records import truncate_message
 __all__ = [
     "UsageMergingDecoder",
     "base_headers",
+    "chat_history",
     "chat_messages",
     "decode_error_body",
     "encode_json",
@@ -39,14 +40,16 @@ class UsageMergingDecoder:
     """One stream's decoder: every `Usage` it yields carries the latest value of each
     count reported so far in the stream, so the last one is the stream's best answer."""
 
-    __slots__ = ("_decode", "_latest")
+    __slots__ = ("_decode", "_latest", "_parts")
 
-    def __init__(self, decode: Callable[[SSEEvent], list[StreamItem]]) -> None:
-        self._decode = decode
+    def __init__(self, decode: Callable[[SSEEvent, bool], list[StreamItem]], parts: bool
+                 ) -> None:
+        self._decode = decode  # decode(event, parts): `parts` is passed positionally,
+        self._parts = parts  # no partial with keywords: the fast call, once per event
         self._latest: dict[str, int] = {}  # Usage field -> the last count reported
 
     def decode_event(self, event: SSEEvent) -> list[StreamItem]:
-        items = self._decode(event)
+        items = self._decode(event, self._parts)
         for i, item in enumerate(items):
             if isinstance(item, Usage):
                 latest = self._latest
@@ -78,6 +81,17 @@ def chat_messages(req: GenerationRequest) -> list[dict[str, str]]:
     if req.messages is not None:
         return [dict(m) for m in req.messages]
     return [{"role": "user", "content": req.prompt or ""}]
+
+
+def chat_history(req: GenerationRequest, api: str) -> list[dict[str, str]]:
+    """`chat_messages` after the request's system prompt (when it has one), as a chat-
+    shaped API takes them; ValueError for a token-id prompt, which it cannot take."""
+    if req.messages is None and req.prompt is None:
+        raise ValueError(f"prompt: {api} needs prompt or messages, not token ids")
+    messages = chat_messages(req)
+    if req.system is not None:
+        messages.insert(0, {"role": "system", "content": req.system})
+    return messages
 
 
 def parse_object(data: str | bytes) -> dict[str, Any]:

@@ -20,7 +20,9 @@ Headline metrics use 64-byte descriptors; the other sizes carry the size in the 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -51,6 +53,8 @@ PAYLOAD_VARIANTS = 64  # distinct descriptors cycled through (and verified)
 WARMUP = 200
 ACK_TIMEOUT_S = 1.0  # one acknowledgement; far above any sane round trip
 START_TIMEOUT_S = 5.0
+
+T = TypeVar("T")
 
 
 def step_count(plan: Plan) -> int:
@@ -316,55 +320,25 @@ def _persistent_ring(ctx: BenchContext, rec: StepRecorder, payloads: Payloads) -
 
 
 def _launch_per_request(ctx: BenchContext, rec: StepRecorder, payloads: Payloads) -> None:
-    cp, plan = ctx.cp, ctx.plan
+    cp = ctx.cp
     kernel = ctx.kernels.get("zh_ack_from_args")
-    stream = cp.cuda.Stream(non_blocking=True)
-    samples: list[int] = []
-    bad = 0
-    deadline = Deadline(plan.step_budget_s)
-    perf = time.perf_counter_ns
-    timeout_ns = int(ACK_TIMEOUT_S * 1e9)
     with HostBuffer(cp, CTRL_WORDS * 8, mapped=True) as ctrl:
         ctrl.bytes[:] = 0
-        ctl = ctrl.words()
         head = (np.uint64(ctrl.device_ptr), np.uint32(payloads.words))
         padded = [
             tuple(np.uint64(w) for w in row) + (np.uint64(0),) * (8 - payloads.words)
             for row in payloads.rows
         ]
-        try:
-            with stream, no_gc():
-                for i in range(WARMUP + plan.ring_compare_samples):
-                    seq = i + 1
-                    j = payloads.index(seq)
-                    args = (*head, np.uint64(seq), *padded[j])
-                    t0 = perf()
-                    kernel((1,), (1,), args)
-                    while ctl[CTRL_ACK] != seq:
-                        if perf() - t0 > timeout_ns:
-                            raise TimeoutError(f"no acknowledgement of launch {seq} in 1 s")
-                    t1 = perf()
-                    if ctl[CTRL_CHECKSUM] != payloads.hashes[j]:
-                        bad += 1
-                    if i >= WARMUP:
-                        samples.append(t1 - t0)
-                        if (i & 255) == 255 and deadline.passed():
-                            break
-        finally:
-            stream.synchronize()
-    if bad:
-        rec.warn(f"{payloads.size_bytes} B launch per request: {bad} wrong payload hashes")
-    rec.add(
-        metric_name("launch_per_request_roundtrip", "us", payloads.size_bytes),
-        summarize(
-            [s / 1e3 for s in samples],
-            unit="us",
-            description=(
-                f"one kernel launch per {payloads.size_bytes}-byte request (descriptor as "
-                "kernel arguments); host clock from the launch call to seeing the ack the "
-                "kernel writes in mapped memory"
-            ),
-        ),
+        samples, bad = _acked_roundtrips(
+            ctx, cp.cuda.Stream(non_blocking=True), ctrl.words(), payloads, "launch",
+            prepare=lambda i, seq, j: (*head, np.uint64(seq), *padded[j]),
+            send=partial(kernel, (1,), (1,)),
+        )
+    _record(
+        rec, payloads, samples, bad, "launch_per_request_roundtrip", "launch per request",
+        f"one kernel launch per {payloads.size_bytes}-byte request (descriptor as "
+        "kernel arguments); host clock from the launch call to seeing the ack the "
+        "kernel writes in mapped memory",
     )
 
 
@@ -372,64 +346,89 @@ def _memcpy_then_launch(ctx: BenchContext, rec: StepRecorder, payloads: Payloads
     cp, plan = ctx.cp, ctx.plan
     rt = cp.cuda.runtime
     kernel = ctx.kernels.get("zh_ack_from_device")
-    stream = cp.cuda.Stream(non_blocking=True)
     words = payloads.words
     nbytes = words * 8
     slots = plan.ring_slots
-    samples: list[int] = []
-    bad = 0
-    deadline = Deadline(plan.step_budget_s)
-    perf = time.perf_counter_ns
-    timeout_ns = int(ACK_TIMEOUT_S * 1e9)
     with (
         HostBuffer(cp, CTRL_WORDS * 8, mapped=True) as ctrl,
         HostBuffer(cp, slots * nbytes) as staging,
         DeviceBuffer(cp, slots * nbytes) as device,
     ):
         ctrl.bytes[:] = 0
-        ctl = ctrl.words()
         stage = staging.words()
         tail = (np.uint64(ctrl.device_ptr), np.uint32(words))
         slot_args = [(np.uint64(device.ptr + s * nbytes), *tail) for s in range(slots)]
-        try:
-            with stream, no_gc():
-                for i in range(WARMUP + plan.ring_compare_samples):
-                    seq = i + 1
-                    j = payloads.index(seq)
-                    slot = i % slots
-                    base = slot * words
-                    offset = slot * nbytes
-                    t0 = perf()
-                    stage[base + 1 : base + words] = payloads.rows[j]
-                    stage[base] = seq
-                    rt.memcpyAsync(
-                        device.ptr + offset, staging.host_ptr + offset, nbytes,
-                        MEMCPY_HOST_TO_DEVICE, stream.ptr,
-                    )
-                    kernel((1,), (1,), slot_args[slot])
-                    while ctl[CTRL_ACK] != seq:
-                        if perf() - t0 > timeout_ns:
-                            raise TimeoutError(f"no acknowledgement of request {seq} in 1 s")
-                    t1 = perf()
-                    if ctl[CTRL_CHECKSUM] != payloads.hashes[j]:
-                        bad += 1
-                    if i >= WARMUP:
-                        samples.append(t1 - t0)
-                        if (i & 255) == 255 and deadline.passed():
-                            break
-        finally:
-            stream.synchronize()
+
+        def prepare(i: int, seq: int, j: int) -> tuple[int, int, int, int, int]:
+            slot = i % slots
+            return slot, seq, j, slot * words, slot * nbytes
+
+        def send(prepared: tuple[int, int, int, int, int]) -> None:
+            slot, seq, j, base, offset = prepared
+            stage[base + 1 : base + words] = payloads.rows[j]
+            stage[base] = seq
+            rt.memcpyAsync(
+                device.ptr + offset, staging.host_ptr + offset, nbytes,
+                MEMCPY_HOST_TO_DEVICE, stream_ptr,
+            )
+            kernel((1,), (1,), slot_args[slot])
+
+        stream = cp.cuda.Stream(non_blocking=True)
+        stream_ptr = stream.ptr
+        samples, bad = _acked_roundtrips(ctx, stream, ctrl.words(), payloads, "request",
+                                         prepare=prepare, send=send)
+    _record(
+        rec, payloads, samples, bad, "memcpy_launch_roundtrip", "memcpy + launch",
+        f"{payloads.size_bytes}-byte descriptor written to pinned memory, "
+        "cudaMemcpyAsync to the device, kernel launch; host clock to seeing the ack "
+        "in mapped memory",
+    )
+
+
+def _acked_roundtrips(
+    ctx: BenchContext, stream: Any, ctl: Any, payloads: Payloads, what: str, *,
+    prepare: Callable[[int, int, int], T], send: Callable[[T], object],
+) -> tuple[list[int], int]:
+    """Round trips of one request at a time, each from `send` handing request `seq`
+    (payload `j`, made ready by `prepare`, untimed) to the device, to seeing the kernel's
+    acknowledgement of `seq` in mapped memory: the samples in ns after the warm-up, and
+    how many acknowledgements came with a wrong payload hash."""
+    plan = ctx.plan
+    samples: list[int] = []
+    bad = 0
+    deadline = Deadline(plan.step_budget_s)
+    perf = time.perf_counter_ns
+    timeout_ns = int(ACK_TIMEOUT_S * 1e9)
+    try:
+        with stream, no_gc():
+            for i in range(WARMUP + plan.ring_compare_samples):
+                seq = i + 1
+                j = payloads.index(seq)
+                prepared = prepare(i, seq, j)
+                t0 = perf()
+                send(prepared)
+                while ctl[CTRL_ACK] != seq:
+                    if perf() - t0 > timeout_ns:
+                        raise TimeoutError(f"no acknowledgement of {what} {seq} in 1 s")
+                t1 = perf()
+                if ctl[CTRL_CHECKSUM] != payloads.hashes[j]:
+                    bad += 1
+                if i >= WARMUP:
+                    samples.append(t1 - t0)
+                    if (i & 255) == 255 and deadline.passed():
+                        break
+    finally:
+        stream.synchronize()
+    return samples, bad
+
+
+def _record(rec: StepRecorder, payloads: Payloads, samples: list[int], bad: int,
+            base: str, label: str, description: str) -> None:
+    """One compared way's round trips (in µs) as its metric, and a warning for any wrong
+    payload hash."""
     if bad:
-        rec.warn(f"{payloads.size_bytes} B memcpy + launch: {bad} wrong payload hashes")
+        rec.warn(f"{payloads.size_bytes} B {label}: {bad} wrong payload hashes")
     rec.add(
-        metric_name("memcpy_launch_roundtrip", "us", payloads.size_bytes),
-        summarize(
-            [s / 1e3 for s in samples],
-            unit="us",
-            description=(
-                f"{payloads.size_bytes}-byte descriptor written to pinned memory, "
-                "cudaMemcpyAsync to the device, kernel launch; host clock to seeing the ack "
-                "in mapped memory"
-            ),
-        ),
+        metric_name(base, "us", payloads.size_bytes),
+        summarize([s / 1e3 for s in samples], unit="us", description=description),
     )

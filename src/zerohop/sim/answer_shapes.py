@@ -28,6 +28,7 @@ from zerohop.sim.answer_plan import AnswerPlan
 from zerohop.sim.api_shapes import (
     ChatShape,
     CompletionShape,
+    EventByIndex,
     MessagesShape,
     WireShape,
     _anthropic_usage,
@@ -163,7 +164,7 @@ class PlannedChatShape(ChatShape):
         return usage
 
 
-class PlannedMessagesShape(MessagesShape):
+class PlannedMessagesShape(EventByIndex, MessagesShape):
     """/v1/messages for an answer that thinks first or calls a tool."""
 
     def __init__(
@@ -206,12 +207,6 @@ class PlannedMessagesShape(MessagesShape):
 
     def token_frame(self) -> tuple[bytes, bytes] | None:
         return None  # thinking, then text or a tool call's arguments: framed by index
-
-    def token_event(self, index: int, piece: bytes) -> bytes:
-        return self._event(index, piece, last=False)
-
-    def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
-        return self._event(index, piece, last=True)
 
     def _event(self, index: int, piece: bytes, *, last: bool) -> bytes:
         reasoning = self.answer.reasoning

@@ -97,6 +97,20 @@ class WireShape(Protocol):
     ) -> bytes: ...
 
 
+class EventByIndex:
+    """For a shape whose every token event, the last one included, is built by
+    `_event(index, piece, last=...)`: the last only closes what the answer opened."""
+
+    def _event(self, index: int, piece: bytes, *, last: bool) -> bytes:
+        raise NotImplementedError
+
+    def token_event(self, index: int, piece: bytes) -> bytes:
+        return self._event(index, piece, last=False)
+
+    def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
+        return self._event(index, piece, last=True)
+
+
 def error_body(api: str, status: int, message: str, error_type: str | None = None) -> bytes:
     """The JSON body of an HTTP error, in the API's own shape."""
     if api == "messages":
@@ -164,6 +178,10 @@ class _OpenAIStreamShape:
         body = _j({"error": {"message": message, "type": error_type, "param": None, "code": 500}})
         return b"data: " + body + b"\n\ndata: [DONE]\n\n"
 
+    def invalid_json_event(self) -> bytes:
+        """A token chunk cut off inside its text: not JSON."""
+        return self._prefix + b" bro\n\n"
+
 
 class ChatShape(_OpenAIStreamShape):
     api = "chat"
@@ -178,9 +196,6 @@ class ChatShape(_OpenAIStreamShape):
             b"data: " + self._head + b',"choices":[{"index":0,"delta":{"role":"assistant",'
             b'"content":""},"logprobs":null,"finish_reason":null}]}\n\n'
         )
-
-    def invalid_json_event(self) -> bytes:
-        return b"data: " + self._head + b',"choices":[{"index":0,"delta":{"content":" bro\n\n'
 
     def final_body(
         self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None
@@ -221,9 +236,6 @@ class CompletionShape(_OpenAIStreamShape):
 
     def first_events(self) -> bytes:
         return b""
-
-    def invalid_json_event(self) -> bytes:
-        return b"data: " + self._head + b',"choices":[{"index":0,"text":" bro\n\n'
 
     def final_body(
         self, text: str, prompt: int, completion: int, reason: str, cached: int | None = None

@@ -28,7 +28,7 @@ import json
 from typing import Any
 
 from zerohop.sim.answer_plan import AnswerPlan
-from zerohop.sim.api_shapes import _j
+from zerohop.sim.api_shapes import EventByIndex, _j
 from zerohop.sim.tokens import generated_text
 
 _OPENING = 4  # created, in_progress, the first item's output_item.added and content_part
@@ -71,7 +71,7 @@ def responses_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return messages
 
 
-class ResponsesShape:
+class ResponsesShape(EventByIndex):
     """Byte builders of one /v1/responses answer (see the module docstring)."""
 
     api = "responses"
@@ -133,12 +133,6 @@ class ResponsesShape:
 
     def token_frame(self) -> tuple[bytes, bytes] | None:
         return None  # every event carries its own sequence number
-
-    def token_event(self, index: int, piece: bytes) -> bytes:
-        return self._event(index, piece, last=False)
-
-    def last_token_event(self, index: int, piece: bytes, finish_reason: str) -> bytes:
-        return self._event(index, piece, last=True)
 
     def _event(self, index: int, piece: bytes, *, last: bool) -> bytes:
         reasoning = self.answer.reasoning

@@ -12,8 +12,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator
 
 from zerohop.core.apis import api_names, api_spec
-from zerohop.workloads.distributions import Distribution, FixedDist, LognormalDist, UniformDist
-from zerohop.workloads.load_spec import ClosedLoad, ClosedOrOpenLoad, ThinkTime
+from zerohop.workloads.distributions import (
+    Distribution,
+    LognormalDist,
+    fixed_by_default,
+    uniform_by_default,
+)
+from zerohop.workloads.load_spec import ClosedOrOpenLoad, ThinkTime, closed_by_default
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.workload_base import TextPromptWorkload
 
@@ -100,14 +105,13 @@ class AgentSpec(TextPromptWorkload):
         description="`auto`: the model decides; `required`: it must call a tool (every "
         "loop runs to max_steps); `none`: it may not.",
     )
-    input_tokens: Distribution = Field(
-        default_factory=lambda: UniformDist(type="uniform", min=64, max=256),
-        description="The first user message (the task) in tokens, sized like any prompt; "
+    input_tokens: Distribution = uniform_by_default(
+        64, 256,
+        "The first user message (the task) in tokens, sized like any prompt; "
         "the tools' definitions come on top, as the server renders them.",
     )
-    max_tokens: Distribution = Field(
-        default_factory=lambda: FixedDist(type="fixed", value=128),
-        description="max_tokens of each model call (drawn per call).",
+    max_tokens: Distribution = fixed_by_default(
+        128, "max_tokens of each model call (drawn per call)."
     )
     max_steps: int = Field(
         default=6,
@@ -123,9 +127,8 @@ class AgentSpec(TextPromptWorkload):
         "distribution read as ms; the calls of one step run at once, so the loop waits "
         "for the slowest); 0 or null: no wait.",
     )
-    tool_result_tokens: Distribution = Field(
-        default_factory=lambda: UniformDist(type="uniform", min=64, max=256),
-        description="Length of each mocked tool result in tokens.",
+    tool_result_tokens: Distribution = uniform_by_default(
+        64, 256, "Length of each mocked tool result in tokens."
     )
     think_time_s: float = Field(
         default=0.0,
@@ -139,9 +142,8 @@ class AgentSpec(TextPromptWorkload):
         description="Ask the server to ignore end-of-sequence. Off for agents: a model "
         "must be free to end its tool call or its answer.",
     )
-    load: ClosedOrOpenLoad = Field(
-        default_factory=lambda: ClosedLoad(kind="closed", users=4),
-        description="closed (users = loops at once; load.think_time_s between loops) or "
+    load: ClosedOrOpenLoad = closed_by_default(
+        4, "closed (users = loops at once; load.think_time_s between loops) or "
         "open (rate_rps = loop arrivals per second, max_in_flight caps live loops).",
     )
 

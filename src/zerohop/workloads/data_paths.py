@@ -48,11 +48,14 @@ def expand_path_variables(text: str) -> str:
     return _VARIABLE.sub(replace, text)
 
 
-def resolve_input_path(value: str | Path, context: Any, *, what: str = "trace") -> Path:
+def resolve_input_path(value: Any, context: Any, *, what: str = "trace") -> Any:
     """A workload's input file as a final path: variables expanded (`${VAR:-default}`),
     `~` expanded, a relative path taken from the YAML file's folder (the validation
     context's `base_dir`). ValueError when the file is missing, unless the context says
-    `check_files: False`."""
+    `check_files: False`. A value that is not a path is returned as it is, for the
+    field's own validation to refuse (this runs before it)."""
+    if not isinstance(value, str | Path):
+        return value
     path = Path(expand_path_variables(str(value))).expanduser()
     options = context if isinstance(context, Mapping) else {}
     base_dir = options.get("base_dir")

@@ -21,6 +21,8 @@ __all__ = [
     "LognormalDist",
     "NormalDist",
     "UniformDist",
+    "fixed_by_default",
+    "uniform_by_default",
 ]
 
 
@@ -129,3 +131,18 @@ Distribution = Annotated[
     BeforeValidator(_fixed_shorthand),
 ]
 """A token-count distribution; a bare integer means `fixed`."""
+
+
+def uniform_by_default(low: int, high: int, description: str) -> Any:
+    """A `Distribution` field that draws uniformly from [low, high] unless set."""
+    return Field(
+        default_factory=lambda: UniformDist(type="uniform", min=low, max=high),
+        description=description,
+    )
+
+
+def fixed_by_default(value: int, description: str) -> Any:
+    """A `Distribution` field that is always `value` unless set."""
+    return Field(
+        default_factory=lambda: FixedDist(type="fixed", value=value), description=description
+    )

@@ -23,10 +23,16 @@ from zerohop.workloads.data_paths import resolve_input_path
 from zerohop.workloads.distributions import (
     Distribution,
     DistributionBase,
-    FixedDist,
-    UniformDist,
+    fixed_by_default,
+    uniform_by_default,
 )
-from zerohop.workloads.load_spec import AnyLoad, ClosedLoad, ClosedOrOpenLoad, ThinkTime, TraceLoad
+from zerohop.workloads.load_spec import (
+    AnyLoad,
+    ClosedOrOpenLoad,
+    ThinkTime,
+    TraceLoad,
+    closed_by_default,
+)
 from zerohop.workloads.lora_selection import AdapterSet, adapters_shorthand
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.session_specs import ConversationSource, PrefixPool, SyntheticConversations
@@ -47,40 +53,32 @@ __all__ = [
 ]
 
 
+# what a field means where several kinds have it
+_PROMPT_TOKENS = "Prompt length in tokens (int or distribution)."
+_OUTPUT_TOKENS = "Output tokens to request (int or distribution)."
+_CLOSED_OR_OPEN = "closed (users, think time) or open (rate, arrivals, cap, shape)."
+
+
 class ShortQueryFloodSpec(WorkloadBase):
     """Many tiny prompts with short outputs: per-request overhead, scheduler, HTTP path."""
 
     kind: Literal["short_query_flood"] = Field(description="Workload kind.")
-    input_tokens: Distribution = Field(
-        default_factory=lambda: UniformDist(type="uniform", min=16, max=64),
-        description="Prompt length in tokens (int or distribution).",
-    )
-    max_tokens: Distribution = Field(
-        default_factory=lambda: FixedDist(type="fixed", value=16),
-        description="Output tokens to request (int or distribution).",
-    )
-    load: ClosedOrOpenLoad = Field(
-        default_factory=lambda: ClosedLoad(kind="closed", users=8),
-        description="closed (users, think time) or open (rate, arrivals, cap, shape).",
-    )
+    input_tokens: Distribution = uniform_by_default(16, 64, _PROMPT_TOKENS)
+    max_tokens: Distribution = fixed_by_default(16, _OUTPUT_TOKENS)
+    load: ClosedOrOpenLoad = closed_by_default(8, _CLOSED_OR_OPEN)
 
 
 class LongContextSpec(WorkloadBase):
     """Long documents with summary-length outputs: prefill cost and KV-cache pressure."""
 
     kind: Literal["long_context"] = Field(description="Workload kind.")
-    document_tokens: Distribution = Field(
-        default_factory=lambda: UniformDist(type="uniform", min=8192, max=32768),
-        description="Prompt (document) length in tokens; 8k-128k is the intended range.",
+    document_tokens: Distribution = uniform_by_default(
+        8192, 32768, "Prompt (document) length in tokens; 8k-128k is the intended range."
     )
-    summary_tokens: Distribution = Field(
-        default_factory=lambda: FixedDist(type="fixed", value=128),
-        description="Output (summary) tokens to request (int or distribution).",
+    summary_tokens: Distribution = fixed_by_default(
+        128, "Output (summary) tokens to request (int or distribution)."
     )
-    load: ClosedOrOpenLoad = Field(
-        default_factory=lambda: ClosedLoad(kind="closed", users=2),
-        description="closed (users, think time) or open (rate, arrivals, cap, shape).",
-    )
+    load: ClosedOrOpenLoad = closed_by_default(2, _CLOSED_OR_OPEN)
 
     @field_validator("document_tokens")
     @classmethod
@@ -110,18 +108,9 @@ class LoraMixSpec(WorkloadBase):
     base_model_share: float = Field(
         default=0.0, ge=0, lt=1, description="Fraction of requests sent to the base model."
     )
-    input_tokens: Distribution = Field(
-        default_factory=lambda: UniformDist(type="uniform", min=64, max=256),
-        description="Prompt length in tokens (int or distribution).",
-    )
-    max_tokens: Distribution = Field(
-        default_factory=lambda: FixedDist(type="fixed", value=32),
-        description="Output tokens to request (int or distribution).",
-    )
-    load: ClosedOrOpenLoad = Field(
-        default_factory=lambda: ClosedLoad(kind="closed", users=4),
-        description="closed (users, think time) or open (rate, arrivals, cap, shape).",
-    )
+    input_tokens: Distribution = uniform_by_default(64, 256, _PROMPT_TOKENS)
+    max_tokens: Distribution = fixed_by_default(32, _OUTPUT_TOKENS)
+    load: ClosedOrOpenLoad = closed_by_default(4, _CLOSED_OR_OPEN)
 
 
 class TokenScaling(StrictModel):
@@ -205,8 +194,6 @@ class TraceReplaySpec(WorkloadBase):
     @field_validator("trace", mode="before")
     @classmethod
     def _resolve_trace(cls, value: Any, info: ValidationInfo) -> Any:
-        if not isinstance(value, str | Path):
-            return value
         return resolve_input_path(value, info.context, what="trace")
 
     @field_validator("format")
@@ -279,9 +266,9 @@ class ConversationSpec(TextPromptWorkload):
     scale_tokens: TokenScaling | None = Field(
         default=None, description="Scale/cap the user message and answer lengths."
     )
-    load: ClosedOrOpenLoad = Field(
-        default_factory=lambda: ClosedLoad(kind="closed", users=4),
-        description="closed (users = concurrent sessions; think_time_s between sessions) "
+    load: ClosedOrOpenLoad = closed_by_default(
+        4,
+        "closed (users = concurrent sessions; think_time_s between sessions) "
         "or open (rate_rps = sessions per second).",
     )
 
@@ -295,20 +282,13 @@ class SharedPrefixSpec(TextPromptWorkload):
     prefixes: PrefixPool = Field(
         default_factory=PrefixPool, description="The pool of system prompts."
     )
-    question_tokens: Distribution = Field(
-        default_factory=lambda: UniformDist(type="uniform", min=16, max=64),
-        description="Length of the unique user question in tokens.",
+    question_tokens: Distribution = uniform_by_default(
+        16, 64, "Length of the unique user question in tokens."
     )
-    max_tokens: Distribution = Field(
-        default_factory=lambda: FixedDist(type="fixed", value=32),
-        description="Output tokens to request (int or distribution).",
-    )
+    max_tokens: Distribution = fixed_by_default(32, _OUTPUT_TOKENS)
     prefix_mode: Literal["shared", "unique"] = Field(
         default="shared",
         description="`shared`: the pool's prompts as they are; `unique`: a random salt "
         "starts every prompt (deliberately cache-cold: the zero-reuse control).",
     )
-    load: ClosedOrOpenLoad = Field(
-        default_factory=lambda: ClosedLoad(kind="closed", users=4),
-        description="closed (users, think time) or open (rate, arrivals, cap, shape).",
-    )
+    load: ClosedOrOpenLoad = closed_by_default(4, _CLOSED_OR_OPEN)

@@ -7,7 +7,7 @@ times.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -31,6 +31,7 @@ __all__ = [
     "StepShape",
     "ThinkTime",
     "TraceLoad",
+    "closed_by_default",
 ]
 
 
@@ -192,3 +193,9 @@ class TraceLoad(StrictModel):
 
 ClosedOrOpenLoad = Annotated[ClosedLoad | OpenLoad, Field(discriminator="kind")]
 AnyLoad = Annotated[ClosedLoad | OpenLoad | TraceLoad, Field(discriminator="kind")]
+
+
+def closed_by_default(users: int, description: str) -> Any:
+    """A load field that runs `users` closed-loop users unless set."""
+    return Field(default_factory=lambda: ClosedLoad(kind="closed", users=users),
+                 description=description)

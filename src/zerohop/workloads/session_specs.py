@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator
 
 from zerohop.workloads.data_paths import resolve_input_path
-from zerohop.workloads.distributions import Distribution, FixedDist, UniformDist
+from zerohop.workloads.distributions import Distribution, fixed_by_default, uniform_by_default
 from zerohop.workloads.model_base import StrictModel, tag_shorthand
 
 __all__ = [
@@ -33,17 +33,12 @@ class SyntheticConversations(StrictModel):
     message is, and how many tokens each answer may have."""
 
     type: Literal["synthetic"] = Field(description="Source kind: drawn from distributions.")
-    turns: Distribution = Field(
-        default_factory=lambda: UniformDist(type="uniform", min=2, max=6),
-        description="Turns per session (int or distribution).",
+    turns: Distribution = uniform_by_default(2, 6, "Turns per session (int or distribution).")
+    user_tokens: Distribution = uniform_by_default(
+        32, 128, "Length of each new user message in tokens (the history comes on top)."
     )
-    user_tokens: Distribution = Field(
-        default_factory=lambda: UniformDist(type="uniform", min=32, max=128),
-        description="Length of each new user message in tokens (the history comes on top).",
-    )
-    answer_tokens: Distribution = Field(
-        default_factory=lambda: FixedDist(type="fixed", value=64),
-        description="max_tokens of each turn (with ignore_eos: the answer's length).",
+    answer_tokens: Distribution = fixed_by_default(
+        64, "max_tokens of each turn (with ignore_eos: the answer's length)."
     )
 
 
@@ -59,8 +54,6 @@ class _FileSource(StrictModel):
     @field_validator("path", mode="before")
     @classmethod
     def _resolve_path(cls, value: Any, info: ValidationInfo) -> Any:
-        if not isinstance(value, str | Path):
-            return value
         return resolve_input_path(value, info.context, what="conversation")
 
 
@@ -70,9 +63,8 @@ class ShareGptConversations(_FileSource):
     target's rule (`\\w+|[^\\w\\s]`); the reply after it gives the turn's max_tokens."""
 
     type: Literal["sharegpt"] = Field(description="Source kind: a ShareGPT JSON file.")
-    answer_tokens: Distribution = Field(
-        default_factory=lambda: FixedDist(type="fixed", value=128),
-        description="max_tokens of a turn the file has no reply for.",
+    answer_tokens: Distribution = fixed_by_default(
+        128, "max_tokens of a turn the file has no reply for."
     )
 
 
@@ -108,9 +100,8 @@ class PrefixPool(StrictModel):
     count: int = Field(
         default=8, gt=0, le=MAX_POOL_SIZE, description="System prompts in the pool."
     )
-    tokens: Distribution = Field(
-        default_factory=lambda: FixedDist(type="fixed", value=512),
-        description="Length of each system prompt in tokens (drawn once per prompt).",
+    tokens: Distribution = fixed_by_default(
+        512, "Length of each system prompt in tokens (drawn once per prompt)."
     )
     popularity: Literal["uniform", "zipf"] = Field(
         default="zipf",
