@@ -21,6 +21,7 @@ is said in docs/design.md (host CPU, memory, network, GPUs that were not sampled
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -78,12 +79,16 @@ class EnergySummary:
         return METHOD_NOTES[self.method]
 
 
-def summarise_energy(data: RunData, window: MeasuredWindow) -> EnergySummary | None:
+def summarise_energy(data: RunData, window: MeasuredWindow,
+                     lanes: Sequence[Lane] | None = None) -> EnergySummary | None:
     """The run's energy over its measured window; None without an energy counter or a
-    power gauge from any GPU, or without a window to measure over."""
+    power gauge from any GPU, or without a window to measure over. `lanes`: the run's
+    `telemetry_lanes`, where the caller has them already (the run's analysis does)."""
     if not window.duration_s > 0:
         return None
-    lanes = [lane for lane in telemetry_lanes(data.telemetry) if "gpu" in lane.labels]
+    if lanes is None:
+        lanes = telemetry_lanes(data.telemetry)
+    lanes = [lane for lane in lanes if "gpu" in lane.labels]
     counters = [lane for lane in lanes if lane.metric == ENERGY_METRIC]
     method: Method = "energy counter"
     if not counters:

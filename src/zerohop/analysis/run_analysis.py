@@ -30,10 +30,10 @@ from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samp
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
 from zerohop.analysis.itl_pools import ItlPools
 from zerohop.analysis.load_shape import WorkloadLoad, workload_loads
-from zerohop.analysis.lora_adapters import AdapterSummary, summarise_adapters
+from zerohop.analysis.lora_adapters import summarise_adapters
 from zerohop.analysis.measured_window import MeasuredWindow
-from zerohop.analysis.microbench import MicrobenchSummary, summarise_microbench
-from zerohop.analysis.policy import PolicySummary, summarise_policy
+from zerohop.analysis.microbench import summarise_microbench
+from zerohop.analysis.policy import summarise_policy
 from zerohop.analysis.prefill import PrefillFit, fit_prefill
 from zerohop.analysis.reads import ReadDelivery, summarise_reads
 from zerohop.analysis.run_data import RunData
@@ -43,7 +43,7 @@ from zerohop.analysis.slo import SloResult
 from zerohop.analysis.spec_decode import summarise_spec_decode
 from zerohop.analysis.structured_output import StructuredShare, structured_shares
 from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
-from zerohop.analysis.time_budget import TimeBudget, time_budget
+from zerohop.analysis.time_budget import time_budget
 from zerohop.analysis.timeseries import (
     Lane,
     TelemetryGap,
@@ -117,21 +117,8 @@ class RunAnalysis:
         """The run-wide summary row (the only row when there is one workload)."""
         return self.summaries[-1]
 
-    # The built-in sections' figures, typed, for the readers beside their own section
-    # (the verdict reads the token counts, the console summary their flags).
-    @property
-    def budget(self) -> TimeBudget | None:
-        """Where each workload's TTFT and E2E go."""
-        return cast(TimeBudget | None, self.sections.get("budget"))
-
-    @property
-    def adapters(self) -> list[AdapterSummary]:
-        return cast(list[AdapterSummary], self.sections.get("adapters", []))
-
-    @property
-    def policy(self) -> PolicySummary | None:
-        return cast(PolicySummary | None, self.sections.get("policy"))
-
+    # Built-in sections' figures read beside their own section, typed (the verdict and
+    # the console summary read the token counts, the sessions section its own figures).
     @property
     def token_counts(self) -> TokenCounts | None:
         """The client's counts beside the server's."""
@@ -142,20 +129,17 @@ class RunAnalysis:
         """Conversations, caches, reasoning, tools."""
         return cast(SessionAnalysis | None, self.sections.get("sessions"))
 
-    @property
-    def microbench(self) -> MicrobenchSummary | None:
-        return cast(MicrobenchSummary | None, self.sections.get("microbench"))
-
 
 @dataclass(frozen=True)
 class SectionInputs:
     """What a section's analysis gets beside the run's records: the settings, the
-    run's analysis windows (one time axis for every chart) and its measured window
-    (what every rate is divided by)."""
+    run's analysis windows (one time axis for every chart), its measured window (what
+    every rate is divided by) and its telemetry as lanes (read once per run)."""
 
     settings: AnalysisSettings
     timeline: Timeline
     window: MeasuredWindow
+    lanes: list[Lane]
 
 
 SectionAnalysis = Callable[[RunData, SectionInputs], Any]
@@ -237,7 +221,8 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         window=summary.window,
         loads=workload_loads(requests, summary.window),
         structured=structured_shares(requests),
-        sections=_analyse_sections(run, SectionInputs(settings, timeline, summary.window)),
+        sections=_analyse_sections(
+            run, SectionInputs(settings, timeline, summary.window, lanes)),
     )
 
 
@@ -323,7 +308,8 @@ register_section_analysis("sessions", lambda run, inputs: summarise_sessions(
     run.requests, run.telemetry, inputs.timeline.coarsened(MAX_CHART_POINTS)))
 register_section_analysis(
     "spec_decode", lambda run, inputs: summarise_spec_decode(run, inputs.window))
-register_section_analysis("energy", lambda run, inputs: summarise_energy(run, inputs.window))
+register_section_analysis(
+    "energy", lambda run, inputs: summarise_energy(run, inputs.window, inputs.lanes))
 register_section_analysis(
     "microbench",
     lambda run, _: summarise_microbench(run.microbench) if run.microbench else None)
