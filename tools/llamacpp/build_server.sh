@@ -39,8 +39,13 @@ elapsed() {
   awk -v start="$started_s" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - start }'
 }
 
+# The marker names what the binary was built from and how: a changed pin or flag rebuilds.
+marker="$cache_dir/bin/.zerohop-build"
+expected_marker="llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION ${CMAKE_FLAGS[*]}"
+
 server_runs() {
-  [[ -x "$server" ]] && "$server" --version >/dev/null 2>&1
+  [[ -x "$server" && -f "$marker" && "$(cat "$marker")" == "$expected_marker" ]] \
+    && "$server" --version >/dev/null 2>&1
 }
 
 if server_runs; then
@@ -92,10 +97,14 @@ fi
 mkdir -p "$cache_dir/bin"
 cp "$build_dir/bin/llama-server" "$server.tmp"
 mv "$server.tmp" "$server"
+printf '%s' "$expected_marker" >"$marker"
 if ! server_runs; then
   echo "error: $server does not run:" >&2
   "$server" --version >&2 || true
   exit 1
 fi
 "$server" --version 2>&1 | head -n 1
+# The binary stands alone: the sources and objects (about 300 MB) are not kept; the
+# sdist is, so a changed flag rebuilds without downloading again.
+rm -rf "$build_dir" "${cache_dir:?}/$SDIST"
 echo "llama-server ready at $server (built in $(elapsed) s)"
