@@ -60,6 +60,7 @@ def llama_server(tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
     log_path = tmp_path_factory.mktemp("llamacpp") / "server.log"
     with start_llama_server(probe.binary, tiny_gguf, cpus=server_cpus,
                             log_path=log_path) as server:
+        print(f"llama-server up in {server.startup_s:.2f} s")
         if server_cpus:
             os.sched_setaffinity(0, cpus[:-1])
         try:
