@@ -14,9 +14,16 @@ import pandas as pd
 import pytest
 
 from tests.exact_prompt_sizes import APIS, run_and_check
-from tests.llamacpp_server import SERVED_MODEL_NAME, LlamaServer
+from tests.llamacpp_server import (
+    SERVED_MODEL_NAME,
+    LlamaServer,
+    build_tiny_gguf,
+    probe_server,
+    start_llama_server,
+)
 
 CONVERSATIONS = Path(__file__).resolve().parents[2] / "workloads" / "conversation.yaml"
+SECOND_VOCABULARY = 320  # the tier's own model has 512 tokens
 OVER_CONTEXT = """
 kind: long_context
 name: over_context
@@ -105,3 +112,16 @@ def test_an_over_context_request_is_recorded_with_llamacpps_error(
     assert len(frame) >= 1 and (frame.outcome == "http_400").all(), frame.outcome
     assert (frame.error_type == "exceed_context_size_error").all()
     assert frame.error_message.str.contains("exceeds the available context size").all()
+
+
+def test_every_prompt_is_the_asked_size_with_another_vocabulary(
+        llama_server: LlamaServer, tmp_path: Path) -> None:
+    """A second server whose vocabulary is trained with another size splits the words
+    into other pieces: a sizing rule that fits one tokenizer by luck fails there."""
+    model = build_tiny_gguf(tmp_path / f"tiny-vocab{SECOND_VOCABULARY}.gguf",
+                            vocab_size=SECOND_VOCABULARY)
+    probe = probe_server(build=False)
+    with start_llama_server(probe.binary, model, cpus=llama_server.cpus,
+                            log_path=tmp_path / "second.log") as second:
+        for api in APIS:
+            run_and_check(second, api, tmp_path / api)
