@@ -142,11 +142,12 @@ def sizing_from_probes(points: Sequence[tuple[int, int | None]], api: str, *,
 
 def probe_tokenize(base_url: str, api: str, model: str, *, api_key: str | None
                    ) -> PromptSizing | None:
-    """The calibration from the target's POST /tokenize (vLLM, SGLang, the embedded
-    target), asked for the whole request as the run will send it (chat messages with
-    their template, or the completions prompt), with every word's exact count where the
-    target's token strings give it (tokenize_words.py); None when the target has no
-    such endpoint or its answers are no count."""
+    """The calibration from the target's POST /tokenize (vLLM, SGLang, llama.cpp's
+    server in its own shapes, the embedded target), asked for the whole request as the
+    run will send it (chat messages with their template, or the completions prompt), with
+    every word's exact count where the target's token strings give it
+    (tokenize_words.py); None when the target has no such endpoint or its answers are
+    no count."""
     points = _counted_points(
         lambda text: tokenize_count(base_url, request_body(api, model, text), api_key))
     if not points:

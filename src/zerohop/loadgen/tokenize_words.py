@@ -3,7 +3,8 @@ exact prompt sizes (workloads/word_counts.py).
 
 vLLM and the embedded target answer `{"model", "prompt"}` or `{"model", "messages",
 "add_generation_prompt": true}` with `{"count", "tokens", "max_model_len"}`, and with
-`"return_token_strs": true` also the tokens as strings. The builder's whole vocabulary is
+`"return_token_strs": true` also the tokens as strings; llama.cpp's server is asked the
+same in its own shapes (llamacpp_tokenize.py). The builder's whole vocabulary is
 sent in a few long prompts, every word after a space (then again, each followed by a
 full stop); a word starts at each token whose string starts with the tokenizer's space
 mark (`Ġ` in byte-level BPE, `▁` in SentencePiece, a plain space), so each word's count
@@ -26,6 +27,12 @@ from typing import Any
 import numpy as np
 
 from zerohop.core.apis import api_spec
+from zerohop.loadgen.llamacpp_tokenize import (
+    TOKENIZE_PATH,
+    is_llamacpp_answer,
+    llamacpp_request,
+    vllm_shaped_answer,
+)
 from zerohop.workloads.prompts import WORDS_PER_SENTENCE, PromptBuilder, exactness_problem
 from zerohop.workloads.word_counts import WordCounts
 
@@ -45,22 +52,32 @@ _OPENING_SEED = 0x0FE7
 
 def tokenize(base_url: str, body: dict[str, Any], api_key: str | None
              ) -> dict[str, Any] | None:
-    """The answer of POST /tokenize; None when there is no such endpoint or it gave no
-    count (refused, absent, not JSON)."""
-    headers = {"content-type": "application/json"}
-    if api_key:
-        headers["authorization"] = f"Bearer {api_key}"
-    request = urllib.request.Request(base_url.rstrip("/") + "/tokenize",
-                                     data=json.dumps(body).encode(), headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            answer = json.loads(response.read())
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
+    """The answer of POST /tokenize in vLLM's shape; None when there is no such endpoint
+    or it gave no count (refused, absent, not JSON). llama.cpp's server, which answers
+    the vLLM-shaped body with token ids and no count, is asked again in its own shapes
+    (llamacpp_tokenize.py)."""
+    answer = _post_json(base_url, TOKENIZE_PATH, body, api_key)
+    if is_llamacpp_answer(answer):
+        path, llamacpp_body = llamacpp_request(body)
+        answer = vllm_shaped_answer(path, _post_json(base_url, path, llamacpp_body, api_key))
     count = answer.get("count") if isinstance(answer, dict) else None
     if isinstance(count, bool) or not isinstance(count, int):
         return None
     return answer
+
+
+def _post_json(base_url: str, path: str, body: dict[str, Any], api_key: str | None) -> Any:
+    """The JSON answer of POST base_url+path; None when it failed or was not JSON."""
+    headers = {"content-type": "application/json"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    request = urllib.request.Request(base_url.rstrip("/") + path,
+                                     data=json.dumps(body).encode(), headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
 
 
 def tokenize_count(base_url: str, body: dict[str, Any], api_key: str | None

@@ -1,9 +1,10 @@
 """Canonical telemetry metrics: what each one means, and which server names map to it.
 
 Engines name the same thing differently (vLLM's `num_requests_waiting`, SGLang's
-`num_queue_reqs`, TGI's `queue_size`); the report lines them up under one name, with
-the unit in the name and the sampling semantics in `GLOSSARY`, which the report shows.
-Raw series are always kept too, so nothing is lost when a mapping is imperfect.
+`num_queue_reqs`, TGI's `queue_size`, llama.cpp's `requests_deferred`); the report lines
+them up under one name, with the unit in the name and the sampling semantics in
+`GLOSSARY`, which the report shows. Raw series are always kept too, so nothing is lost
+when a mapping is imperfect.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Literal
 GLOSSARY: dict[str, str] = {
     # --- server (Prometheus /metrics) -------------------------------------------------
     "queue_depth": "requests waiting for admission (gauge, count) at the scrape: "
-    "vllm:num_requests_waiting, sglang:num_queue_reqs, tgi_queue_size.",
+    "vllm:num_requests_waiting, sglang:num_queue_reqs, tgi_queue_size, "
+    "llamacpp:requests_deferred (requests no slot took yet).",
     "running_requests": "requests in the running batch (gauge, count) at the scrape: "
-    "vllm:num_requests_running, sglang:num_running_reqs, tgi_batch_current_size.",
+    "vllm:num_requests_running, sglang:num_running_reqs, tgi_batch_current_size, "
+    "llamacpp:requests_processing (busy slots).",
     "kv_cache_usage_frac": "fraction 0–1 of KV-cache blocks in use at the scrape: "
     "vllm:kv_cache_usage_perc (older vllm:gpu_cache_usage_perc; a 0–1 value despite "
     "the name), sglang:token_usage.",
@@ -27,23 +30,27 @@ GLOSSARY: dict[str, str] = {
     "server_ttft_p99_s": "99th percentile of the same windowed TTFT histogram; bounded by "
     "the bucket edges (a p99 in the top finite bucket reads as that bucket's upper edge).",
     "prompt_tokens_per_s": "prefill tokens per second between two scrapes (counter rate, "
-    "resets handled): vllm:/sglang:prompt_tokens_total, tgi_request_input_length_sum.",
+    "resets handled): vllm:/sglang:prompt_tokens_total, tgi_request_input_length_sum, "
+    "llamacpp:prompt_tokens_total (which leaves out the tokens its cache answered).",
     "generation_tokens_per_s": "generated tokens per second between two scrapes (counter "
-    "rate): vllm:/sglang:generation_tokens_total, tgi_request_generated_tokens_sum.",
+    "rate): vllm:/sglang:generation_tokens_total, tgi_request_generated_tokens_sum, "
+    "llamacpp:tokens_predicted_total.",
     "preemptions_per_s": "preemptions per second between two scrapes (counter rate): "
     "vllm:num_preemptions_total.",
     "prefix_cache_hit_tokens_per_s": "prompt tokens per second the prefix cache answered "
-    "between two scrapes (counter rate): vllm:prefix_cache_hits_total.",
+    "between two scrapes (counter rate): vllm:prefix_cache_hits_total, "
+    "llamacpp:prompt_tokens_cached_total.",
     "prefix_cache_query_tokens_per_s": "prompt tokens per second looked up in the prefix "
     "cache between two scrapes (counter rate): vllm:prefix_cache_queries_total; hits ÷ "
     "queries is the server's own cache hit rate.",
     "spec_drafts_per_s": "speculative-decoding drafts per second between two scrapes "
-    "(counter rate; one per sequence per verifying step): vllm:spec_decode_num_drafts_total.",
+    "(counter rate; one per sequence per verifying step): vllm:/llamacpp:"
+    "spec_decode_num_drafts_total.",
     "spec_draft_tokens_per_s": "draft tokens proposed per second between two scrapes "
-    "(counter rate): vllm:spec_decode_num_draft_tokens_total.",
+    "(counter rate): vllm:/llamacpp:spec_decode_num_draft_tokens_total.",
     "spec_accepted_tokens_per_s": "draft tokens the target accepted per second between two "
-    "scrapes (counter rate): vllm:spec_decode_num_accepted_tokens_total; accepted ÷ draft "
-    "tokens is the acceptance rate.",
+    "scrapes (counter rate): vllm:/llamacpp:spec_decode_num_accepted_tokens_total; accepted "
+    "÷ draft tokens is the acceptance rate.",
     "spec_accepted_tokens_per_pos_per_s": "accepted draft tokens per second at one position "
     "of the draft (label position, 0 = first), between two scrapes (counter rate): "
     "vllm:spec_decode_num_accepted_tokens_per_pos_total.",
@@ -160,6 +167,18 @@ SCALAR_MAP: dict[str, SeriesMapping] = {
     # python/sglang/srt/metrics/collector.py: Gauges set from the scheduler's last interval
     "sglang:spec_accept_length": SeriesMapping("spec_accept_length", "gauge"),
     "sglang:spec_accept_rate": SeriesMapping("spec_accept_rate", "gauge"),
+    # llama.cpp's server (tools/server/server-task.cpp, `--metrics`): counters written
+    # with `_total`, gauges read at the scrape; it has no KV-cache usage series and no
+    # histograms
+    "llamacpp:requests_deferred": SeriesMapping("queue_depth", "gauge"),
+    "llamacpp:requests_processing": SeriesMapping("running_requests", "gauge"),
+    "llamacpp:prompt_tokens": SeriesMapping("prompt_tokens_per_s", "rate"),
+    "llamacpp:tokens_predicted": SeriesMapping("generation_tokens_per_s", "rate"),
+    "llamacpp:prompt_tokens_cached": SeriesMapping("prefix_cache_hit_tokens_per_s", "rate"),
+    "llamacpp:spec_decode_num_drafts": SeriesMapping("spec_drafts_per_s", "rate"),
+    "llamacpp:spec_decode_num_draft_tokens": SeriesMapping("spec_draft_tokens_per_s", "rate"),
+    "llamacpp:spec_decode_num_accepted_tokens": SeriesMapping("spec_accepted_tokens_per_s",
+                                                              "rate"),
     # TGI (token rates from the per-request histograms' sums)
     "tgi_queue_size": SeriesMapping("queue_depth", "gauge"),
     "tgi_batch_current_size": SeriesMapping("running_requests", "gauge"),
