@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.vllm_cpu import VllmServer, _free_loopback_port, _health_ok, _tail
+from tests.vllm_cpu import VllmServer, free_loopback_port, health_ok, output_tail
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 SERVED_MODEL_NAME = "tiny"
@@ -103,7 +103,7 @@ def probe_server(*, build: bool, binary: Path | None = None) -> ServerProbe:
     if done.returncode != 0:
         return ServerProbe(binary=path, ready=False, reason=(
             f"{script} failed with exit code {done.returncode}:\n"
-            f"{_tail(done.stdout + done.stderr)}"))
+            f"{output_tail(done.stdout + done.stderr)}"))
     reason = _runs(path)
     return ServerProbe(binary=path, ready=not reason, reason=reason)
 
@@ -127,7 +127,7 @@ def build_tiny_gguf(out: Path, *, vocab_size: int | None = None) -> Path:
         raise RuntimeError(f"writing the tiny GGUF ran over {MODEL_TIMEOUT_S} s") from exc
     if done.returncode != 0:
         raise RuntimeError(f"writing the tiny GGUF failed (exit code {done.returncode}):\n"
-                           f"{_tail(done.stdout + done.stderr)}")
+                           f"{output_tail(done.stdout + done.stderr)}")
     return out
 
 
@@ -150,7 +150,7 @@ def start_llama_server(
     `cpus`: confine it to these CPUs (set in the child before it starts, so every thread
     it makes inherits them), so a load generator on the others does not share its core.
     """
-    chosen_port = port or _free_loopback_port()
+    chosen_port = port or free_loopback_port()
     command = [
         str(binary), "--model", str(model), "--alias", SERVED_MODEL_NAME,
         "--host", "127.0.0.1", "--port", str(chosen_port),
@@ -190,7 +190,7 @@ def _wait_until_healthy(server: LlamaServer, timeout_s: float) -> None:
         if exit_code is not None:
             raise LlamaStartError(f"llama-server exited with code {exit_code} during startup "
                                   f"(log {server.log_path}):\n{server.log_tail()}")
-        if _health_ok(server.url):  # 503 while the model loads
+        if health_ok(server.url):  # 503 while the model loads
             server.startup_s = time.monotonic() - started
             return
         if time.monotonic() - started > timeout_s:
@@ -209,5 +209,5 @@ def _runs(binary: Path) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{binary} --version failed: {exc!r}"
     if done.returncode != 0:
-        return f"{binary} --version exited {done.returncode}: {_tail(done.stderr, 5)}"
+        return f"{binary} --version exited {done.returncode}: {output_tail(done.stderr, 5)}"
     return ""

@@ -93,7 +93,7 @@ def probe_env(*, setup: bool = True, venv: Path | None = None) -> EnvProbe:
     except subprocess.TimeoutExpired:
         return EnvProbe(venv=venv_dir, env=None, reason=f"{script} ran over {SETUP_TIMEOUT_S} s")
     if completed.returncode != 0:
-        tail = _tail(completed.stdout + completed.stderr)
+        tail = output_tail(completed.stdout + completed.stderr)
         return EnvProbe(
             venv=venv_dir,
             env=None,
@@ -144,7 +144,7 @@ def build_tiny_model(env: VllmCpuEnv, out_dir: Path, *, vocab_size: int | None =
     except subprocess.TimeoutExpired as exc:
         raise RuntimeError(f"building the tiny model ran over {BUILD_TIMEOUT_S} s") from exc
     if completed.returncode != 0:
-        tail = _tail(completed.stdout + completed.stderr)
+        tail = output_tail(completed.stdout + completed.stderr)
         raise RuntimeError(
             f"building the tiny model failed (exit code {completed.returncode}):\n{tail}"
         )
@@ -186,7 +186,7 @@ def start_vllm(
     these CPUs, so a load generator on the others does not share a core with it (why:
     docs/nightly-and-capacity.md, "Measure a curve that repeats").
     """
-    chosen_port = port or _free_loopback_port()
+    chosen_port = port or free_loopback_port()
     adapters = dict(lora_adapters or {})
     command = _server_command(env, model_dir, chosen_port, adapters, max_loras, extra_args)
     if log_path is None:
@@ -267,7 +267,7 @@ class VllmServer:
             text = self.log_path.read_text(errors="replace")
         except OSError as exc:
             return f"(log {self.log_path} unreadable: {exc})"
-        return _tail(text, lines)
+        return output_tail(text, lines)
 
     def __enter__(self) -> VllmServer:
         return self
@@ -344,7 +344,7 @@ def _wait_until_healthy(server: VllmServer, timeout_s: float) -> None:
                 f"vLLM exited with code {exit_code} during startup "
                 f"(log {server.log_path}):\n{server.log_tail()}"
             )
-        if _health_ok(server.url):
+        if health_ok(server.url):
             server.startup_s = time.monotonic() - started
             return
         if time.monotonic() > deadline:
@@ -355,7 +355,7 @@ def _wait_until_healthy(server: VllmServer, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
-def _health_ok(url: str) -> bool:
+def health_ok(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=2.0) as response:
             return bool(response.status == 200)
@@ -363,7 +363,7 @@ def _health_ok(url: str) -> bool:
         return False
 
 
-def _free_loopback_port() -> int:
+def free_loopback_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -387,5 +387,5 @@ def _kill_group(process_group: int, signal_number: int) -> None:
         os.killpg(process_group, signal_number)
 
 
-def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
+def output_tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
