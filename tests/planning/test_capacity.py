@@ -51,6 +51,25 @@ def test_plan_picks_the_best_passing_point_and_sizes_the_fleet() -> None:
     assert json.dumps(plan.to_json())  # serialisable, NaN-free
 
 
+def test_a_layers_knee_is_a_limit_beside_the_replicas() -> None:
+    """A router whose instance carries 30 req/s feeds 7.5 replicas of 4 req/s goodput:
+    the 120 req/s peak (100 + 20 %) needs 4 instances of it beside 30 replicas; a proxy
+    slower than one replica is the bottleneck before the first replica fills."""
+    points = [cp(1, 100), cp(2, 200), cp(4, 400), cp(8, 1400)]
+    forecast = Forecast(peak_qps=100, headroom=0.2, layer_knees={"router": 30.0, "proxy": 3.0})
+    plan = plan_capacity(points, {"ttft_p99_ms": 500}, forecast)
+    router, proxy = plan.layers
+    assert (router.name, router.replicas_per_instance, router.instances) == ("router", 7.5, 4)
+    assert "past 7 replicas per instance" in router.describe()
+    assert proxy.replicas_per_instance == pytest.approx(0.75) and proxy.instances == 40
+    assert "before the first replica is full" in proxy.describe()
+    without_traffic = plan_capacity(points, {"ttft_p99_ms": 500},
+                                    Forecast(layer_knees={"router": 30.0}))
+    assert without_traffic.layers[0].instances is None
+    assert "instances" not in without_traffic.layers[0].describe()
+    assert json.loads(json.dumps(plan.to_json()))["layers"][0]["knee_rps"] == 30.0
+
+
 def test_plan_without_a_passing_point_says_so() -> None:
     plan = plan_capacity([cp(1, 900), cp(2, 1200)], {"ttft_p99_ms": 500}, Forecast(peak_qps=10))
     assert plan.operating_point is None and plan.replicas is None
@@ -110,6 +129,12 @@ def test_capacity_command_writes_page_and_json(tmp_path: Path) -> None:
     html = (folder / "capacity.html").read_text()
     assert "chart-capacity-ttft" in html and "operating point" in html
     assert "SLO-limited load (interpolated estimate)" in html
+    result = CliRunner().invoke(cli, ["capacity", str(folder), "--slo", "ttft_p99_ms=100",
+                                      "--traffic", "50", "--layer", "vllm-router=1500"])
+    assert result.exit_code == 0, result.output
+    assert "layer vllm-router: knee 1500 req/s per instance" in result.output
+    assert "instances for the peak with headroom: 1" in result.output
+    assert "layer vllm-router" in (folder / "capacity.html").read_text()
 
 
 @pytest.mark.parametrize(
@@ -118,6 +143,9 @@ def test_capacity_command_writes_page_and_json(tmp_path: Path) -> None:
         (["--slo", "ttft_p99=5"], "--slo: 'ttft_p99' is not like"),
         (["--slo", "ttft_p99_ms=5", "--traffic", "-1"], "--traffic must be > 0"),
         (["--slo", "ttft_p99_ms=5", "--gpus-per-replica", "0"], "--gpus-per-replica"),
+        (["--slo", "ttft_p99_ms=5", "--layer", "router"], "--layer 'router': expected"),
+        (["--slo", "ttft_p99_ms=5", "--layer", "router=-3"], "with a rate > 0"),
+        (["--slo", "ttft_p99_ms=5", "--layer", "r=1", "--layer", "r=2"], "given twice"),
     ],
 )
 def test_capacity_bad_input_exits_2(tmp_path: Path, args: list[str], message: str) -> None:

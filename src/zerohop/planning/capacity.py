@@ -79,6 +79,33 @@ class Forecast:
     gpu_cost_per_hour: float | None = None
     gpus_per_replica: int = 1
     mix: TrafficMix | None = None
+    layer_knees: dict[str, float] = field(default_factory=dict)  # layer → req/s per instance
+
+
+@dataclass(frozen=True)
+class LayerLimit:
+    """A layer in front of the replicas (a router, a proxy) as a limit of its own: one
+    instance carries `knee_rps` before its added latency grows (measured on the layer,
+    docs/layers.md), whatever the engines behind it could take."""
+
+    name: str
+    knee_rps: float
+    replicas_per_instance: float | None  # knee ÷ one replica's goodput: the fan-out it feeds
+    instances: int | None  # for the forecast peak with headroom
+
+    def describe(self) -> str:
+        """The limit in words: the replicas one instance feeds, the instances needed."""
+        words = f"knee {self.knee_rps:.4g} req/s per instance"
+        feeds = self.replicas_per_instance
+        if feeds is not None and feeds < 1:
+            words += (f" = {feeds:.2g} of one replica's goodput (the layer is the "
+                      "bottleneck before the first replica is full)")
+        elif feeds is not None:
+            words += (f" = the goodput of {feeds:.3g} replicas (past {math.floor(feeds)} "
+                      "replicas per instance, the layer is the bottleneck)")
+        if self.instances is not None:
+            words += f"; instances for the peak with headroom: {self.instances}"
+        return words
 
 
 @dataclass
@@ -95,6 +122,7 @@ class CapacityPlan:
     cost_per_million_output_tokens: float | None
     forecast: Forecast
     notes: list[str] = field(default_factory=list)
+    layers: list[LayerLimit] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -128,12 +156,26 @@ def plan_capacity(
         notes += _mix_notes(forecast.mix, operating)
     if operating is not None and operating is ordered[-1]:
         notes.append("the highest swept load still meets the SLOs: the true limit is higher")
+    layers = layer_limits(forecast, operating.goodput_rps if operating else None)
     return CapacityPlan(
         mode=mode, slo=dict(slo), points=list(ordered), operating_point=operating,
         slo_limited_load_estimate=estimate, slo_limited_by=limited_by, knee=knee,
         max_goodput_rps=operating.goodput_rps if operating else None, replicas=replicas,
-        cost_per_million_output_tokens=cost, forecast=forecast, notes=notes,
+        cost_per_million_output_tokens=cost, forecast=forecast, notes=notes, layers=layers,
     )
+
+
+def layer_limits(forecast: Forecast, replica_goodput_rps: float | None) -> list[LayerLimit]:
+    """Each layer's instances for the forecast and the replicas one instance can feed:
+    past that many replicas the layer, not the engines, is the next bottleneck."""
+    limits = []
+    for name, knee_rps in forecast.layer_knees.items():
+        per_instance = (knee_rps / replica_goodput_rps
+                        if replica_goodput_rps is not None and replica_goodput_rps > 0 else None)
+        instances = (math.ceil(forecast.peak_qps * (1.0 + forecast.headroom) / knee_rps)
+                     if forecast.peak_qps is not None else None)
+        limits.append(LayerLimit(name, knee_rps, per_instance, instances))
+    return limits
 
 
 def find_knee(points: Sequence[CapacityPoint]) -> CapacityPoint | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ CAPACITY_HTML = "capacity.html"
               help="Spare capacity on top of the peak (0.2 = 20 %).")
 @click.option("--gpu-cost-per-hour", type=float, default=None, help="Price of one GPU-hour.")
 @click.option("--gpus-per-replica", type=int, default=1, show_default=True)
+@click.option("--layer", "layers", multiple=True, metavar="NAME=REQ_PER_S",
+              help="A layer in front of the replicas and the rate one instance of it "
+                   "carries before its added latency grows (its knee, docs/layers.md); "
+                   "repeatable.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Page path (default: SWEEP_DIR/capacity.html).")
 def capacity_command(**kw: Any) -> None:
@@ -69,14 +74,32 @@ def capacity_from_flags(kw: dict[str, Any]) -> CapacityPlan:
         if kw["gpus_per_replica"] <= 0:
             raise ValueError("--gpus-per-replica must be > 0")
         mix = load_mix(kw["mix"]) if kw["mix"] is not None else None
+        layer_knees = parse_layer_knees(kw.get("layers") or ())
         mode, points = measure_points(kw["sweep_dir"], slo)
         if not points:
             raise ValueError(f"{kw['sweep_dir']}: the sweep has no points")
     except ValueError as exc:
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
     forecast = Forecast(kw["traffic"], kw["headroom"], kw["gpu_cost_per_hour"],
-                        kw["gpus_per_replica"], mix)
+                        kw["gpus_per_replica"], mix, layer_knees)
     return plan_capacity(points, slo, forecast, mode)
+
+
+def parse_layer_knees(specs: tuple[str, ...]) -> dict[str, float]:
+    """`--layer NAME=REQ_PER_S`, repeatable → {name: knee}."""
+    knees: dict[str, float] = {}
+    for spec in specs:
+        name, _, value = spec.partition("=")
+        try:
+            knee = float(value)
+        except ValueError:
+            knee = math.nan
+        if not name.strip() or not math.isfinite(knee) or knee <= 0:
+            raise ValueError(f"--layer {spec!r}: expected NAME=REQ_PER_S with a rate > 0")
+        if name.strip() in knees:
+            raise ValueError(f"--layer {name.strip()!r} is given twice")
+        knees[name.strip()] = knee
+    return knees
 
 
 def load_mix(path: Path) -> TrafficMix:
@@ -112,5 +135,7 @@ def summary_lines(plan: CapacityPlan) -> list[str]:
                      f"{plan.forecast.headroom:.0%} headroom: {plan.replicas}")
     if plan.cost_per_million_output_tokens is not None:
         lines.append(f"cost per million output tokens: {plan.cost_per_million_output_tokens:.4g}")
+    lines += [f"layer {layer.name}: {layer.describe()}" for layer in plan.layers]
     lines += [f"note: {n}" for n in plan.notes]
     return lines
+

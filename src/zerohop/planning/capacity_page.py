@@ -41,6 +41,7 @@ def capacity_page(plan: CapacityPlan, generated_at: str) -> Page:
         ("headroom", fmt.pct(plan.forecast.headroom * 100.0, 0)),
         ("replicas needed", str(plan.replicas) if plan.replicas is not None else fmt.DASH),
         ("GPUs per replica", str(plan.forecast.gpus_per_replica)),
+        *((f"layer {layer.name}", layer.describe()) for layer in plan.layers),
         ("cost per million output tokens",
          fmt.number(plan.cost_per_million_output_tokens)
          if plan.cost_per_million_output_tokens is not None else fmt.DASH),
