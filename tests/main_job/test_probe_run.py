@@ -21,7 +21,7 @@ from zerohop.storage.run_reader import load_run
 pytestmark = pytest.mark.integration  # runs `zerohop run` as a child process
 
 PROBE = ("--probe-rate", "5", "--probe-idle", "4s", "--only", "ShortQueryFlood",
-         "--duration", "8s", "--telemetry", "loadgen", "--no-report")
+         "--duration", "8s", "--telemetry", "loadgen")
 
 
 def _probe_run(tmp_path: Path, *args: str) -> tuple[Path, str]:
@@ -43,7 +43,7 @@ def _probe_run(tmp_path: Path, *args: str) -> tuple[Path, str]:
 
 @pytest.mark.slow
 def test_a_load_that_queues_delays_the_probe(tmp_path: Path) -> None:
-    run, stdout = _probe_run(tmp_path, "--rate", "20",
+    run, stdout = _probe_run(tmp_path, "--rate", "20", "--no-report",
                              "--sim-args", "--max-num-seqs 2 --time-scale 2")
     figures = summarise_probe(load_run(run))
     assert figures is not None
@@ -71,3 +71,9 @@ def test_a_light_load_leaves_the_probe_as_it_was_idle(tmp_path: Path) -> None:
     # p99 needs 100 samples a phase: a few seconds of probe say so instead of a number
     assert arm.shift("ttft_ms", "p99").too_few is not None
     assert "probe: the load added to a short request's TTFT p50" in stdout
+    # the report's section: the console's line, the table, the chart on the run's clock
+    html = (run / "report.html").read_text(encoding="utf-8")
+    section = html[html.index('<section id="probe">'):]
+    section = section[:section.index("</section>")]
+    assert "Interference probe" in section and "TTFT p50" in section and "E2E p99" in section
+    assert 'href="#probe">Interference probe</a>' in html

@@ -107,7 +107,7 @@ def add_arguments(parser: Any) -> None:
                      include_in_web_ui=False)
     _add_run_setting(group, "probe_output_tokens", "zh_probe_output_tokens",
                      include_in_web_ui=False)
-    group.add_argument("--probe-idle", dest="zh_probe_idle", type=float,
+    group.add_argument("--probe-idle-s", dest="zh_probe_idle", type=float,
                        default=DEFAULTS["zh_probe_idle"], include_in_web_ui=False,
                        help="Seconds the probe runs alone before the load (they count in "
                        "Locust's -t).")
