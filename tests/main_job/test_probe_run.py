@@ -77,3 +77,20 @@ def test_a_light_load_leaves_the_probe_as_it_was_idle(tmp_path: Path) -> None:
     section = section[:section.index("</section>")]
     assert "Interference probe" in section and "TTFT p50" in section and "E2E p99" in section
     assert 'href="#probe">Interference probe</a>' in html
+
+
+@pytest.mark.slow
+def test_in_distributed_mode_the_master_sends_the_probe_and_the_workers_wait(
+        tmp_path: Path) -> None:
+    run, stdout = _probe_run(tmp_path, "--rate", "2", "--workers", "2", "--no-report")
+    records = pd.read_parquet(run / "requests.parquet")
+    rows = [json.loads(line) for line in (run / "probe" / "probe.jsonl").read_text()
+            .splitlines()]
+    # one process sent every probe request, and it is none of the load's workers
+    probe_workers = {row["worker"] for row in rows}
+    assert len(probe_workers) == 1
+    assert probe_workers.isdisjoint(set(records["worker"].astype(str)))
+    assert records["worker"].nunique() == 2
+    figures = summarise_probe(load_run(run))
+    assert figures is not None and figures.arms[0].idle_n > 0 and figures.arms[0].load_n > 0
+    assert "probe: the load added to a short request's TTFT p50" in stdout
