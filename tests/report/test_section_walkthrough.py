@@ -154,7 +154,7 @@ def test_the_built_in_sections_and_their_places() -> None:
     assert [(s.name, s.place) for s in registered_sections()] == [
         ("budget", "headline"), ("adapters", "body"), ("policy", "body"),
         ("token_counts", "body"), ("sessions", "body"), ("spec_decode", "body"),
-        ("energy", "body"),
+        ("energy", "body"), ("probe", "body"),
         ("microbench", "closing")]
     for section in registered_sections():
         assert section_analysis(section.name) is not None

@@ -35,6 +35,7 @@ from zerohop.analysis.measured_window import MeasuredWindow
 from zerohop.analysis.microbench import summarise_microbench
 from zerohop.analysis.policy import summarise_policy
 from zerohop.analysis.prefill import PrefillFit, fit_prefill
+from zerohop.analysis.probe import summarise_probe
 from zerohop.analysis.reads import ReadDelivery, summarise_reads
 from zerohop.analysis.run_data import RunData
 from zerohop.analysis.run_summary import summarise_run
@@ -310,6 +311,8 @@ register_section_analysis(
     "spec_decode", lambda run, inputs: summarise_spec_decode(run, inputs.window))
 register_section_analysis(
     "energy", lambda run, inputs: summarise_energy(run, inputs.window, inputs.lanes))
+register_section_analysis("probe", lambda run, inputs: summarise_probe(
+    run, inputs.timeline.coarsened(MAX_CHART_POINTS)))
 register_section_analysis(
     "microbench",
     lambda run, _: summarise_microbench(run.microbench) if run.microbench else None)

@@ -78,6 +78,16 @@ class ItlColumn:
         return cls(values=np.array([], dtype=float), offsets=np.zeros(n_rows + 1, np.int64))
 
 
+@dataclass(frozen=True)
+class ProbeRecords:
+    """The interference probe's records (`--probe-rate`), kept apart from the workloads'
+    so they never enter their figures, and its phases (`probe/phases.json`: the rate,
+    the request's sizes, `idle_start_ts`, `load_start_ts`, `load_end_ts`)."""
+
+    requests: pd.DataFrame
+    phases: dict[str, Any]
+
+
 @dataclass
 class RunData:
     """Everything one run left behind, as plain tables."""
@@ -90,6 +100,7 @@ class RunData:
     microbench: dict[str, Any] | None
     requests_source: Literal["parquet", "jsonl"]
     notes: list[str] = field(default_factory=list)
+    probe: ProbeRecords | None = None  # None: no probe ran
 
     @property
     def label(self) -> str:

@@ -80,6 +80,7 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         if kw["host"] and not re.match(r"^https?://[^/\s]+", kw["host"]):
             raise ValueError(f"--host: {kw['host']!r} is not an http:// URL")
         _check_telemetry(kw["telemetry"])
+        probe_idle_s = _check_probe(kw)
         if kw["tokenizer"] is not None:
             load_local_tokenizer(kw["tokenizer"])
     except ValueError as exc:  # WorkloadError is a ValueError
@@ -96,7 +97,23 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]), model=kw["model"],
         report=not kw["no_report"], microbench=kw["microbench"], tokenizer=kw["tokenizer"],
         requests=kw.get("requests"), max_concurrency=kw.get("max_concurrency"),
+        probe_rate=kw.get("probe_rate") or 0.0,
+        probe_prompt_tokens=kw.get("probe_prompt_tokens") or 16,
+        probe_output_tokens=kw.get("probe_output_tokens") or 4, probe_idle_s=probe_idle_s,
     )
+
+
+def _check_probe(kw: dict[str, Any]) -> float:
+    """The probe's flags (`loadgen/probe.py`); its idle phase in seconds."""
+    if (kw.get("probe_rate") or 0.0) < 0:
+        raise ValueError("--probe-rate must be >= 0")
+    for name in ("probe_prompt_tokens", "probe_output_tokens"):
+        if kw.get(name) is not None and kw[name] < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+    try:
+        return parse_duration(kw.get("probe_idle") or "0")
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("--duration", "--probe-idle")) from None
 
 
 def _check_limits(kw: dict[str, Any]) -> None:

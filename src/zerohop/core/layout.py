@@ -12,6 +12,7 @@
         summary.json         the run's figures for scripts (docs/summary-json.md)
         selfcheck.json       the client's certificate (`zerohop selfcheck`, `run --selfcheck`)
         ground_truth.jsonl   a self-check's record of what the embedded target sent
+        probe/               the interference probe's records (*.jsonl) and phases.json
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ SUMMARY_FILE = "summary.json"
 SELFCHECK_FILE = "selfcheck.json"
 PLAN_FILE = "plan.json"  # the run's settings, redacted; the Locust process reads them
 GROUND_TRUTH_FILE = "ground_truth.jsonl"
+PROBE_DIR = "probe"  # `--probe-rate`: kept apart from records/, out of the main statistics
+PROBE_PHASES_FILE = "phases.json"
 
 # manifest key: when a signal (or a stop before the end) cut the load short, in the
 # records' wall clock; absent for a run that offered its whole planned duration

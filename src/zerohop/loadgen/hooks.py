@@ -19,7 +19,7 @@ from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKE
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.core.redaction import known_secrets, scrub
 from zerohop.loadgen import options as opt
-from zerohop.loadgen import quiet_hub, worker_health
+from zerohop.loadgen import probe, quiet_hub, worker_health
 from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
 from zerohop.loadgen.ttft_table import log_ttft_table
@@ -276,6 +276,7 @@ def _on_test_start(environment: Any, **_: Any) -> None:
     if rt.role == "master":
 
         worker_health.start_watch(environment.runner, rt)
+        probe.start_probe(environment)  # its idle phase, before the workers spawn
     if rt.role == "worker":
         _prepare_worker(environment, rt)
     elif rt.role == "local":
@@ -293,6 +294,7 @@ def _prepare_load(environment: Any) -> None:
     from zerohop.loadgen.run_limits import start_budget_watch
 
     _prepare_bindings(environment)
+    probe.start_probe(environment)  # its idle phase: after the set-up, before any load
     start_open_loop_dispatchers(environment)
     start_budget_watch(environment)
     quiet_hub.keep_collector_off_the_reads()
@@ -360,6 +362,7 @@ def _on_test_stopping(environment: Any, **_: Any) -> None:
     if rt is None:
         return
     timeout = float(opt.option(environment, "zh_drain_timeout"))
+    probe.halt_probe(environment)
     if rt.role == "local":
         rt.drain(timeout)
         _end_loop_lag(rt)
@@ -404,6 +407,7 @@ def _on_test_stop(environment: Any, **_: Any) -> None:
         rt.self_telemetry = None
         if rows and rt.send is not None:
             rt.send(MSG_RECORDS, {"rows": [], "telemetry": rows})
+    probe.stop_probe(environment)
     rt.stop_sender()
 
 

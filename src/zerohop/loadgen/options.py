@@ -42,6 +42,10 @@ DEFAULTS: dict[str, Any] = {
     "zh_arm_hosts": "",
     "zh_tokenizer": "",
     "zh_plan": "",
+    "zh_probe_rate": 0.0,
+    "zh_probe_prompt_tokens": 16,
+    "zh_probe_output_tokens": 4,
+    "zh_probe_idle": 5.0,
     "zh_selection": "",  # set by the master (loadgen.selection), never by a flag
 }
 
@@ -98,6 +102,15 @@ def add_arguments(parser: Any) -> None:
                        "goes to one arm, drawn at random with --seed (--host stays the "
                        "target the run sizes prompts and reads models on).")
     _add_run_setting(group, "tokenizer", "zh_tokenizer", include_in_web_ui=False)
+    _add_run_setting(group, "probe_rate", "zh_probe_rate", include_in_web_ui=False)
+    _add_run_setting(group, "probe_prompt_tokens", "zh_probe_prompt_tokens",
+                     include_in_web_ui=False)
+    _add_run_setting(group, "probe_output_tokens", "zh_probe_output_tokens",
+                     include_in_web_ui=False)
+    group.add_argument("--probe-idle-s", dest="zh_probe_idle", type=float,
+                       default=DEFAULTS["zh_probe_idle"], include_in_web_ui=False,
+                       help="Seconds the probe runs alone before the load (they count in "
+                       "Locust's -t).")
     group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Never start the embedded target; fail without --host.")
@@ -132,6 +145,10 @@ _FROM_PLAN: dict[str, Callable[[dict[str, Any]], Any]] = {
     "zh_rate_override": lambda plan: plan["rate"] or 0.0,
     "zh_request_count": lambda plan: plan["requests"] or 0,
     "zh_max_concurrency": lambda plan: plan["max_concurrency"] or 0,
+    "zh_probe_rate": lambda plan: plan.get("probe_rate") or 0.0,
+    "zh_probe_prompt_tokens": lambda plan: plan.get("probe_prompt_tokens") or 16,
+    "zh_probe_output_tokens": lambda plan: plan.get("probe_output_tokens") or 4,
+    "zh_probe_idle": lambda plan: plan.get("probe_idle_s") or 0.0,
 }
 
 

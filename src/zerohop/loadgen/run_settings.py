@@ -129,6 +129,19 @@ class RunSettings:
     routes: tuple[str, ...] = field(default=(), metadata=flag(
         "--route", "With --compare-layer: the embedded layer's routing policy; repeat to "
         "compare several, each an arm of the same run.", choices=ROUTES, repeatable=True))
+    probe_rate: float = field(default=0.0, metadata=flag(
+        "--probe-rate", "Interference probe: also send small fixed requests at R req/s "
+        "(Poisson, open loop), alone for --probe-idle first, then beside the load; reported "
+        "apart (idle vs under load), never in the workloads' figures. 0 = none.", kind=float))
+    probe_prompt_tokens: int = field(default=16, metadata=flag(
+        "--probe-prompt-tokens", "The probe's prompt, in tokens (about).", kind=int,
+        show_default=True))
+    probe_output_tokens: int = field(default=4, metadata=flag(
+        "--probe-output-tokens", "The probe's answer, in tokens.", kind=int,
+        show_default=True))
+    probe_idle: str = field(default="5s", metadata=flag(
+        "--probe-idle", "How long the probe runs alone before the load (its idle baseline); "
+        "added to the run's time.", show_default=True))
     selfcheck: bool = field(default=False, metadata=flag(
         "--selfcheck", "First certify the client at this load on this machine (as `zerohop "
         "selfcheck` does); the certificate goes into the run's folder and report.",

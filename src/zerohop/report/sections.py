@@ -33,6 +33,7 @@ from zerohop.report.present_budget import budget_section
 from zerohop.report.present_energy import energy_section
 from zerohop.report.present_microbench import microbench_section
 from zerohop.report.present_policy import policy_section
+from zerohop.report.present_probe import probe_section
 from zerohop.report.present_sessions import session_section
 from zerohop.report.present_spec_decode import spec_decode_section
 from zerohop.report.present_token_counts import token_count_section
@@ -157,6 +158,10 @@ register_section(ReportSection(
 register_section(ReportSection(
     name="energy", place="body", order=50, template="_energy.html.j2",
     present=lambda energy, _, __: energy_section(energy), anchor="energy", nav="Energy"))
+register_section(ReportSection(
+    name="probe", place="body", order=55, template="_probe.html.j2",
+    present=lambda figures, _, charts: probe_section(figures, charts), anchor="probe",
+    nav="Interference probe"))
 register_section(ReportSection(
     name="microbench", place="closing", order=10, template="_microbench.html.j2",
     present=lambda summary, _, charts: microbench_section(summary, charts),

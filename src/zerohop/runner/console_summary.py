@@ -14,6 +14,7 @@ from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import PER_USER_OUTPUT_RATE
 from zerohop.report import formatting as fmt
 from zerohop.report.present_headline import load_checks
+from zerohop.report.present_probe import console_line
 
 
 def slo_verdict(analysis: RunAnalysis) -> dict[str, Any]:
@@ -47,6 +48,9 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
         )
     for flag in analysis.token_counts.flags if analysis.token_counts else []:
         click.echo(f"prompt sizes: {flag}")
+    probe = console_line(analysis.sections.get("probe"))
+    if probe is not None:
+        click.echo(probe)
     for line in warnings(analysis):
         click.echo(f"zerohop: warning: {line}", err=True)
     for r in verdict["results"]:

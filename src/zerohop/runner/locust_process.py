@@ -40,9 +40,10 @@ def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
     from zerohop.shipped import loadtests_dir
 
     files = ",".join(str(path) for path in [loadtests_dir(), *plan.locustfiles])
+    run_time_s = int(plan.duration_s + _probe_idle(plan))
     cmd = [
         sys.executable, "-m", "locust", "-f", files, "--headless",
-        "-u", str(plan.users), "-r", str(max(plan.users, 1)), "-t", f"{int(plan.duration_s)}s",
+        "-u", str(plan.users), "-r", str(max(plan.users, 1)), "-t", f"{run_time_s}s",
         "--host", host, "--stop-timeout", "5", "--csv", str(run_dir / "locust"),
         "--only-summary", "--loglevel", "WARNING",
         "--run-dir", str(run_dir), "--plan", str(run_dir / PLAN_FILE), "--no-embedded",
@@ -55,6 +56,12 @@ def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
         cmd += ["--arm-hosts", format_arm_hosts(plan.arm_hosts)]
     cmd += plan.classes
     return cmd
+
+
+def _probe_idle(plan: RunPlan) -> float:
+    """The probe's idle phase holds the load's start (`loadgen/probe.py`): the load still
+    runs its whole duration after it."""
+    return plan.probe_idle_s if plan.probe_rate > 0 else 0.0
 
 
 def run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:

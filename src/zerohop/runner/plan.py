@@ -44,6 +44,12 @@ class RunPlan:
     locustfiles: list[Path] = field(default_factory=list)
     requests: int | None = None  # stop after this many requests (--requests)
     max_concurrency: int | None = None  # open-loop arrivals wait for one of N slots
+    # the interference probe (`loadgen/probe.py`): req/s (0: none), its request's sizes
+    # and the idle phase it runs alone before the load (Locust's -t adds it)
+    probe_rate: float = 0.0
+    probe_prompt_tokens: int = 16
+    probe_output_tokens: int = 4
+    probe_idle_s: float = 0.0
 
 
 def manifest_config(plan: RunPlan) -> dict[str, str | None]:

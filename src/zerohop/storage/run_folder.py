@@ -141,8 +141,8 @@ class RecordSink:
     so a kill -9 loses at most the last half second. Known secrets are scrubbed from
     every string before it reaches the disk."""
 
-    def __init__(self, run_dir: Path, tag: str) -> None:
-        self._out = JsonlAppender(run_dir / RECORDS_DIR, tag)
+    def __init__(self, run_dir: Path, tag: str, folder: str = RECORDS_DIR) -> None:
+        self._out = JsonlAppender(run_dir / folder, tag)
         self.path = self._out.path
         self._last_flush = time.monotonic()
         self._secrets = known_secrets()

@@ -26,6 +26,7 @@ from zerohop.analysis.run_data import (
     REQUEST_COLUMNS,
     TELEMETRY_COLUMNS,
     ItlColumn,
+    ProbeRecords,
     ReportInputError,
     RunData,
     frame_from_rows,
@@ -35,10 +36,13 @@ from zerohop.core.layout import (
     MANIFEST_FILE,
     MANIFEST_SCHEMA,
     MICROBENCH_FILE,
+    PROBE_DIR,
+    PROBE_PHASES_FILE,
     RECORDS_DIR,
     REQUESTS_FILE,
     TELEMETRY_FILE,
 )
+from zerohop.storage.jsonl import read_jsonl_folder
 from zerohop.storage.run_folder import read_manifest, read_record_rows
 
 ITL_BATCH_ROWS = 262_144  # requests per Arrow batch when reading the ITL lists
@@ -65,7 +69,25 @@ def load_run(run_dir: Path) -> RunData:
         microbench=microbench,
         requests_source=source,
         notes=notes,
+        probe=_read_probe(run_dir, notes),
     )
+
+
+def _read_probe(run_dir: Path, notes: list[str]) -> ProbeRecords | None:
+    """The interference probe's records and phases (None when no probe ran)."""
+    folder = run_dir / PROBE_DIR
+    if not folder.is_dir():
+        return None
+    try:
+        phases = json.loads((folder / PROBE_PHASES_FILE).read_text())
+    except (OSError, ValueError) as exc:
+        notes.append(f"probe/{PROBE_PHASES_FILE} unreadable ({exc}): the probe is left out")
+        return None
+    rows, bad = read_jsonl_folder(folder)
+    if bad:
+        notes.append(f"skipped {bad} unreadable line(s) in probe/*.jsonl")
+    frame, _ = frame_from_rows(rows)
+    return ProbeRecords(requests=frame, phases=phases if isinstance(phases, dict) else {})
 
 
 def checked_manifest(run_dir: Path) -> dict[str, Any]:
