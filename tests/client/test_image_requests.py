@@ -92,3 +92,15 @@ def test_the_record_carries_the_count_and_the_asked_tokens() -> None:
     plain = spec_record(RequestSpec(workload="w", generation=GenerationRequest(
         model="m", max_tokens=4, prompt="hi")), "r2", "openai-chat")
     assert plain.images is None and plain.image_tokens is None
+
+
+def test_anthropic_tool_results_stay_first_in_their_message() -> None:
+    images = _images(1)
+    req = GenerationRequest(model="m", max_tokens=4, images=images, messages=[
+        {"role": "user", "content": "look it up"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "search",
+                                                          "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found"}])
+    last = _body("anthropic", req)["messages"][-1]
+    assert [block["type"] for block in last["content"]] == ["tool_result", "image"]

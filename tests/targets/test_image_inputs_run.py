@@ -1,7 +1,7 @@
 """Image inputs through real Locust against the embedded target: workloads with images
 on chat and Anthropic beside one without on Responses, in one run; each record's asked
 image tokens are exactly what the server's prompt usage adds to the text's, and the
-report's token counts show them in their own columns."""
+report's token counts show them in their own columns (read in Chromium too)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.chromium import open_page
 from zerohop.core.images import image_token_count
-
-pytestmark = pytest.mark.integration
 
 WORKLOADS = """
 workloads:
@@ -41,7 +40,10 @@ workloads:
 """
 
 
-def test_asked_image_tokens_equal_the_servers_extra_prompt_tokens(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def image_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One run of WORKLOADS on the embedded target: its results folder."""
+    tmp_path = tmp_path_factory.mktemp("images")
     workloads = tmp_path / "images.yaml"
     workloads.write_text(WORKLOADS)
     res = subprocess.run(
@@ -52,6 +54,12 @@ def test_asked_image_tokens_equal_the_servers_extra_prompt_tokens(tmp_path: Path
     )
     assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
     (run,) = [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
+    return run
+
+
+@pytest.mark.integration
+def test_asked_image_tokens_equal_the_servers_extra_prompt_tokens(image_run: Path) -> None:
+    run = image_run
     frame = pd.read_parquet(run / "requests.parquet")
     assert (frame["outcome"] == "ok").all(), frame["outcome"].value_counts()
     assert set(frame["workload"]) == {"pictures", "album", "words"}
@@ -70,3 +78,21 @@ def test_asked_image_tokens_equal_the_servers_extra_prompt_tokens(tmp_path: Path
         ["workload", "input_tokens", "target_input_tokens", "image_tokens"]].head()
     page = (run / "report.html").read_text()
     assert "asked images" in page and "asked text" in page
+
+
+@pytest.mark.browser
+def test_the_report_shows_the_asked_image_tokens_in_chromium(image_run: Path) -> None:
+    with open_page(image_run / "report.html") as (page, events):
+        table = page.locator("#token-counts table").nth(1)
+        headers = table.locator("thead th").all_text_contents()
+        rows = {cells[0]: dict(zip(headers, cells, strict=True)) for cells in (
+            row.locator("td").all_text_contents() for row in table.locator("tbody tr").all())}
+        assert not events.errors
+    assert headers[2:5] == ["asked text", "asked images", "asked"]
+    assert rows["words"]["asked images"] == "0"
+    for name in ("pictures", "album"):
+        asked = int(rows[name]["asked"].replace(",", ""))
+        text = int(rows[name]["asked text"].replace(",", ""))
+        images = int(rows[name]["asked images"].replace(",", ""))
+        assert images > 0 and asked == text + images
+        assert rows[name]["asked"] == rows[name]["server"]

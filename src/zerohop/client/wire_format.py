@@ -100,16 +100,17 @@ def with_images(messages: list[dict[str, Any]], images: tuple[EncodedImage, ...]
                 image_part: Callable[[EncodedImage], dict[str, Any]],
                 text_part: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
     """`messages` (copies, changed in place) with `images` as the API's parts before the
-    text of the last user message, where vision models read them as part of the turn;
-    ValueError when no user message can carry them."""
+    text of the last user message, where vision models read them as part of the turn
+    (after the blocks of one that already has parts, such as Anthropic's tool results,
+    which must come first); ValueError when no user message can carry them."""
     if not images:
         return messages
     for message in reversed(messages):
         if message.get("role") == "user":
             content = message.get("content")
-            parts = ([text_part(content)] if isinstance(content, str)
-                     else list(content) if isinstance(content, list) else [])
-            message["content"] = [*(image_part(image) for image in images), *parts]
+            parts = [image_part(image) for image in images]
+            message["content"] = ([*content, *parts] if isinstance(content, list)
+                                  else [*parts, text_part(content or "")])
             return messages
     raise ValueError("images: the request has no user message to carry them")
 
