@@ -117,3 +117,25 @@ def test_no_clamped_request_says_nothing_of_clamping() -> None:
     frame, _ = frame_from_rows([_row(i) for i in range(5)])
     check = prompt_size_check(summarise_token_counts(frame))
     assert check is not None and "clamped" not in check["text"]
+
+
+def test_image_tokens_are_asked_beside_the_text_and_shown_only_when_sent() -> None:
+    rows = [_row(i, asked=100, prompt=100 + 1369) for i in range(3)]
+    for row in rows:
+        row["image_tokens"] = 1369
+    rows += [_row(5, workload="plain", asked=100, prompt=100)]
+    frame, _ = frame_from_rows(rows)
+    counts = summarise_token_counts(frame)
+    by_name = {r.workload: r for r in counts.rows}
+    pictures, plain = by_name["w"], by_name["plain"]
+    assert (pictures.asked_input, pictures.asked_image, pictures.server_input) == (
+        3 * 1469, 3 * 1369, 3 * 1469)
+    assert pictures.input_median_error_pct == 0.0 and not counts.flags
+    assert plain.asked_image == 0 and plain.asked_input == 100
+    section = token_count_section(counts)
+    assert section is not None and section["images"] is True
+    shown = {row["workload"]: row for row in section["rows"]}  # type: ignore[attr-defined]
+    assert (shown["w"]["asked_text"], shown["w"]["asked_image"]) == ("300", "4,107")
+    without, _ = frame_from_rows([_row(i) for i in range(3)])
+    section = token_count_section(summarise_token_counts(without))
+    assert section is not None and section["images"] is False

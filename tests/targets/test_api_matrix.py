@@ -3,9 +3,11 @@
 One `zerohop run` per API runs every workload kind together (ShortQueryFlood,
 LongContextSummarisation, LoRAMix, TraceReplay, Conversation, SharedPrefix, and Agent
 where the API takes tools), each from the same `--workload` file, sized down from the
-shipped defaults to stay quick on a busy machine. The embedded
+shipped defaults to stay quick on a busy machine; on an API that takes images a
+workload sends them too (`images`). The embedded
 target has a /tokenize endpoint, so prompts are sized by it: the test also holds the
-prompt-size promise there (≥ 99 % of requests within ±1 token of the asked size)."""
+prompt-size promise there (≥ 99 % of requests within ±1 token of the asked size, its
+images' asked tokens included)."""
 
 from __future__ import annotations
 
@@ -80,13 +82,24 @@ AGENT = """
     tool_result_tokens: 16
     load: {kind: closed, users: 1}
 """
+IMAGES = """
+  - kind: short_query_flood
+    name: pictures
+    input_tokens: {type: uniform, min: 16, max: 48}
+    max_tokens: 8
+    images: {count: {type: uniform, min: 1, max: 2}, width: {type: uniform, min: 64, max: 256},
+             height: 128}
+    ignore_eos: true
+    load: {kind: closed, users: 1, think_time_s: 0.2}
+"""
 
 
 @pytest.mark.parametrize("api", ["openai-chat", "openai-completions", "anthropic",
                                  "openai-responses"])
 def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> None:
     workloads = tmp_path / "matrix.yaml"
-    workloads.write_text(WORKLOADS + (AGENT if APIS[api].tools else ""))
+    workloads.write_text(WORKLOADS + (AGENT if APIS[api].tools else "")
+                         + (IMAGES if APIS[api].images else ""))
     res = subprocess.run(
         [sys.executable, "-m", "zerohop", "run", "--api", api, "--workload", str(workloads),
          "--duration", "6s", "--telemetry", "none", "--microbench", "off",
@@ -100,14 +113,18 @@ def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> N
     frame = pd.read_parquet(run / "requests.parquet")
     assert set(frame["api"]) == {api}
     kinds = {"queries", "documents", "adapters", "trace", "chat", "prefixes"}
-    assert set(frame["workload"]) == kinds | ({"loops"} if APIS[api].tools else set())
+    assert set(frame["workload"]) == (kinds | ({"loops"} if APIS[api].tools else set())
+                                      | ({"pictures"} if APIS[api].images else set()))
     assert len(workload_kinds()) == 7  # one workload per kind, every kind
     failed = frame[frame["outcome"] != "ok"]
     assert failed.empty, failed[["workload", "outcome", "error_message"]].head(5).to_dict(
         "records")
     assert set(frame["prompt_token_source"]) == {"tokenize"}
+    pictures = frame[frame["workload"] == "pictures"]
+    assert (pictures["image_tokens"] > 0).all() and pictures["images"].isin([1, 2]).all()
     # a chat request is never smaller than its template (7 tokens here) and one word
     # (an agent's tools come on top of its prompt, as the server renders them)
     sized = frame[(frame["target_input_tokens"] >= 16) & (frame["workload"] != "loops")]
-    off = (sized["input_tokens"] - sized["target_input_tokens"]).abs()
+    off = (sized["input_tokens"] - sized["target_input_tokens"]
+           - sized["image_tokens"].fillna(0)).abs()
     assert len(sized) > 0 and (off <= 1).mean() >= 0.99, off.describe()

@@ -3,9 +3,10 @@ drift operators chase.
 
 Output: the client counts what the stream delivered (content events × tokens per event,
 `counted_output_tokens`); the server says `usage.completion_tokens` (`output_tokens` with
-`token_source = usage`). Input: the client asked for `target_input_tokens`; the server
-says `usage.prompt_tokens` (`input_tokens`). Only `ok` requests are compared: a cut
-stream's counts differ for a reason already reported. Pure: a frame in, figures out.
+`token_source = usage`). Input: the client asked for `target_input_tokens` of text and,
+with images, `image_tokens` more; the server says `usage.prompt_tokens` (`input_tokens`).
+Only `ok` requests are compared: a cut stream's counts differ for a reason already
+reported. Pure: a frame in, figures out.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ class TokenCountRow:
     output_mismatched: int  # of those, requests whose two counts differ
     output_differences: tuple[tuple[int, int], ...]  # (server − client, requests), commonest
     input_compared: int  # ok requests with an asked size and the server's prompt count
-    asked_input: int
+    asked_input: int  # text and images
+    asked_image: int  # of that, images (0: the workload sent none)
     server_input: int
     input_median_error_pct: float  # per request (server − asked) ÷ asked, median
     input_p95_abs_error_pct: float
@@ -89,7 +91,10 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
     from_usage = (requests["token_source"] == "usage").to_numpy()
     both_out = mask & from_usage & np.isfinite(client) & np.isfinite(server)
     out_diff = (server[both_out] - client[both_out]).astype(np.int64)
-    asked = requests["target_input_tokens"].to_numpy(dtype=float)
+    image = (requests["image_tokens"].to_numpy(dtype=float) if "image_tokens" in requests
+             else np.zeros(len(requests)))
+    image = np.where(np.isfinite(image), image, 0.0)
+    asked = requests["target_input_tokens"].to_numpy(dtype=float) + image
     got = requests["input_tokens"].to_numpy(dtype=float)
     both_in = mask & np.isfinite(asked) & (asked > 0) & np.isfinite(got)
     error_pct = (got[both_in] - asked[both_in]) / asked[both_in] * 100.0
@@ -108,6 +113,7 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
         output_differences=_most_common(out_diff, _TOP_DIFFERENCES),
         input_compared=int(both_in.sum()),
         asked_input=int(asked[both_in].sum()),
+        asked_image=int(image[both_in].sum()),
         server_input=int(got[both_in].sum()),
         input_median_error_pct=float(np.median(error_pct)) if error_pct.size else math.nan,
         input_p95_abs_error_pct=(

@@ -38,7 +38,9 @@ from zerohop.client.wire_format import (
     optional_count,
     optional_str,
     parse_object,
+    with_images,
 )
+from zerohop.core.images import EncodedImage
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesAdapter"]
 
@@ -64,7 +66,8 @@ class AnthropicMessagesAdapter(AdapterBase):
             raise ValueError(f"response_format: {self.name} takes no JSON schema")
         # Anthropic takes the system prompt (and any system message) as a field
         system_parts = [m.get("content", "") for m in messages if m.get("role") == "system"]
-        messages = [m for m in messages if m.get("role") != "system"]
+        messages = with_images([m for m in messages if m.get("role") != "system"],
+                               req.images, _image_block, _text_block)
         body: dict[str, Any] = {
             "model": req.model,
             "max_tokens": req.max_tokens,
@@ -114,6 +117,15 @@ class AnthropicMessagesAdapter(AdapterBase):
         usage = obj.get("usage")
         usage_counts = _usage(usage) if usage is not None else Usage(None, None)
         return DecodedResponse("".join(parts), usage_counts, tool_calls)
+
+
+def _image_block(image: EncodedImage) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                        "data": image.data_b64}}
+
+
+def _text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
 
 
 def _decode_event(event: SSEEvent, parts: bool) -> list[StreamItem]:

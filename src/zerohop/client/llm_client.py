@@ -209,6 +209,8 @@ def spec_record(spec: RequestSpec, request_id: str, api: str) -> RequestRecord:
         request_id=request_id, workload=spec.workload, api=api, model=spec.generation.model,
         adapter=spec.adapter, worker=process_tag(),
         target_input_tokens=spec.target_input_tokens,
+        images=len(spec.generation.images) or None,
+        image_tokens=sum(image.tokens for image in spec.generation.images) or None,
         prompt_token_source=spec.prompt_token_source, prompt_clamped=spec.prompt_clamped,
         max_tokens=spec.generation.max_tokens,
         logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,

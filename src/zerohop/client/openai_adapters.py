@@ -37,7 +37,9 @@ from zerohop.client.wire_format import (
     optional_count,
     optional_str,
     parse_object,
+    with_images,
 )
+from zerohop.core.images import EncodedImage
 
 __all__ = ["OpenAIChatAdapter", "OpenAICompletionsAdapter"]
 
@@ -135,7 +137,8 @@ class OpenAIChatAdapter(_OpenAIBase):
     path = "/v1/chat/completions"
 
     def _prompt_fields(self, req: GenerationRequest) -> dict[str, Any]:
-        return {"messages": chat_history(req, self.name)}
+        return {"messages": with_images(chat_history(req, self.name), req.images,
+                                        _image_url_part, _text_part)}
 
     def _choice_items(self, choice: dict[str, Any], items: list[StreamItem], parts: bool
                       ) -> None:
@@ -196,6 +199,8 @@ class OpenAICompletionsAdapter(_OpenAIBase):
             raise ValueError(f"tools: {self.name} has no tools")
         if req.response_format is not None:
             raise ValueError(f"response_format: {self.name} takes no JSON schema")
+        if req.images:
+            raise ValueError(f"images: {self.name} takes text only")
         if req.system is not None:
             raise ValueError(f"system: {self.name} has no system prompt; put it in prompt")
         if req.prompt_token_ids is not None:
@@ -212,6 +217,14 @@ class OpenAICompletionsAdapter(_OpenAIBase):
     def _response_texts(self, choice: dict[str, Any]) -> list[str]:
         text = optional_str(choice, "text", self.name)
         return [text] if text else []
+
+
+def _image_url_part(image: EncodedImage) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": image.data_url}}
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
 
 
 def _openai_error(obj: dict[str, Any]) -> StreamError | None:

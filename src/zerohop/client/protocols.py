@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from zerohop.client.sse import SSEEvent
 from zerohop.core.apis import api_spec
+from zerohop.core.images import EncodedImage
 from zerohop.core.redaction import redact_headers
 
 __all__ = [
@@ -159,6 +160,8 @@ class GenerationRequest:
     # a JSON schema the answer must follow: `{"name", "schema", "strict"}`, sent as chat's
     # `response_format.json_schema` or Responses' `text.format` (APIs that have one only)
     response_format: dict[str, Any] | None = None
+    # images sent before the text of the last user message (APIs that take them only)
+    images: tuple[EncodedImage, ...] = ()
     temperature: float = 0.0
     stop: list[str] | None = None
     ignore_eos: bool = False  # sent only where the server supports it (OpenAI-style/vLLM)

@@ -43,7 +43,9 @@ from zerohop.client.wire_format import (
     optional_count,
     optional_str,
     parse_object,
+    with_images,
 )
+from zerohop.core.images import EncodedImage
 
 __all__ = ["OpenAIResponsesAdapter", "responses_input", "responses_tools"]
 
@@ -67,7 +69,8 @@ class OpenAIResponsesAdapter(AdapterBase):
         messages = chat_history(req, self.name)
         body: dict[str, Any] = {
             "model": req.model,
-            "input": responses_input(messages),
+            "input": with_images(responses_input(messages), req.images, _input_image,
+                                 _input_text),
             "max_output_tokens": req.max_tokens,
             "temperature": req.temperature,
         }
@@ -136,6 +139,14 @@ def responses_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             items.append(dict(message))
     return items
+
+
+def _input_image(image: EncodedImage) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": image.data_url}
+
+
+def _input_text(text: str) -> dict[str, Any]:
+    return {"type": "input_text", "text": text}
 
 
 def responses_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

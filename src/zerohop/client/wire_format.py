@@ -20,6 +20,7 @@ from zerohop.client.protocols import (
 )
 from zerohop.client.sse import SSEEvent
 from zerohop.core import json_codec
+from zerohop.core.images import EncodedImage
 from zerohop.core.records import truncate_message
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "optional_count",
     "optional_str",
     "parse_object",
+    "with_images",
 ]
 
 
@@ -92,6 +94,25 @@ def chat_history(req: GenerationRequest, api: str) -> list[dict[str, str]]:
     if req.system is not None:
         messages.insert(0, {"role": "system", "content": req.system})
     return messages
+
+
+def with_images(messages: list[dict[str, Any]], images: tuple[EncodedImage, ...],
+                image_part: Callable[[EncodedImage], dict[str, Any]],
+                text_part: Callable[[str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` (copies, changed in place) with `images` as the API's parts before the
+    text of the last user message, where vision models read them as part of the turn
+    (after the blocks of one that already has parts, such as Anthropic's tool results,
+    which must come first); ValueError when no user message can carry them."""
+    if not images:
+        return messages
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            parts = [image_part(image) for image in images]
+            message["content"] = ([*content, *parts] if isinstance(content, list)
+                                  else [*parts, text_part(content or "")])
+            return messages
+    raise ValueError("images: the request has no user message to carry them")
 
 
 def parse_object(data: str | bytes) -> dict[str, Any]:

@@ -41,6 +41,7 @@ class ApiSpec:
     `structured_output`: a request may ask for an answer that follows a JSON schema
     (chat's `response_format`, Responses' `text.format`).
     `key_env`: the vendor's usual API-key variable (ZEROHOP_API_KEY overrides it).
+    `images`: a message may carry images (base64 image parts before its text).
     """
 
     name: str
@@ -49,6 +50,7 @@ class ApiSpec:
     tools: bool
     structured_output: bool
     key_env: str
+    images: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,7 @@ def register_api(entry: ApiEntry) -> None:
 
 for _entry in (
     _builtin(ApiSpec("openai-chat", chat_messages=True, takes_token_ids=False, tools=True,
-                     structured_output=True, key_env="OPENAI_API_KEY"),
+                     structured_output=True, key_env="OPENAI_API_KEY", images=True),
              "openai_adapters:OpenAIChatAdapter", "/v1/chat/completions", "chat",
              "chat_shape", "vllm_chat_usage"),
     _builtin(ApiSpec("openai-completions", chat_messages=False, takes_token_ids=True,
@@ -112,11 +114,12 @@ for _entry in (
              "openai_adapters:OpenAICompletionsAdapter", "/v1/completions", "completions",
              "completions_shape", "vllm_completions_usage"),
     _builtin(ApiSpec("anthropic", chat_messages=True, takes_token_ids=False, tools=True,
-                     structured_output=False, key_env="ANTHROPIC_API_KEY"),
+                     structured_output=False, key_env="ANTHROPIC_API_KEY", images=True),
              "anthropic_adapter:AnthropicMessagesAdapter", "/v1/messages", "messages",
              "messages_shape", "anthropic_full"),
     _builtin(ApiSpec("openai-responses", chat_messages=True, takes_token_ids=False,
-                     tools=True, structured_output=True, key_env="OPENAI_API_KEY"),
+                     tools=True, structured_output=True, key_env="OPENAI_API_KEY",
+                     images=True),
              "responses_adapter:OpenAIResponsesAdapter", "/v1/responses", "responses",
              "responses_shape", "openai_responses_reasoning"),
 ):

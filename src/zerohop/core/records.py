@@ -171,6 +171,12 @@ class RequestRecord:
         "(its counts were unusable), token_ids (exact)", read=CATEGORY)
     target_input_tokens: int | None = column("the prompt size the plan asked for",
                                              unit="tokens", read=NUMBER)
+    images: int | None = column("images the request carried (a workload's `images`)",
+                                unit="images", read=NUMBER)
+    image_tokens: int | None = column(
+        "the prompt tokens its images were asked to cost (the workload's tokens-per-image "
+        "rule, core/images.py), beside target_input_tokens for its text", unit="tokens",
+        read=NUMBER)
     prompt_clamped: bool | None = column(
         "target_input_tokens was a size the target's tokenizer cannot make (below the "
         "smallest request, framing and one word, or between two it can): the nearest was "

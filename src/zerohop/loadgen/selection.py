@@ -32,6 +32,7 @@ from zerohop.core.apis import DEFAULT_API
 from zerohop.loadgen.target_models import TargetModels, short_list
 from zerohop.workloads.agent_spec import tools_refusal
 from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.image_spec import image_refusal
 from zerohop.workloads.inputs import check_inputs, default_workload, load_workloads
 from zerohop.workloads.load_spec import ClosedLoad
 from zerohop.workloads.workload_base import structured_refusal
@@ -84,7 +85,8 @@ def select_workloads(candidates: Sequence[tuple[str, Any]], *, asked: Collection
                 check_inputs(spec)
             except WorkloadError as exc:
                 raise _LeaveOut(str(exc)) from None
-            refusal = tools_refusal(spec, api) or structured_refusal(spec, api)
+            refusal = (tools_refusal(spec, api) or structured_refusal(spec, api)
+                       or image_refusal(spec, api))
             if refusal is not None:
                 raise _LeaveOut(refusal)
             _check_models(spec, target, model_flag)

@@ -75,6 +75,13 @@ def play_session(environment: Any, executor: PolicyExecutor, client: LLMClient,
             answered = max(0, answered - record.reasoning_tokens)
         return answered
 
+    def text_input_tokens(record: RequestRecord) -> int | None:
+        """The server's prompt count less the tokens its images were asked to cost: the
+        next request's history is sized in text, and its own images come on top."""
+        if record.input_tokens is None or not record.image_tokens:
+            return record.input_tokens
+        return max(0, record.input_tokens - record.image_tokens)
+
     if isinstance(session, AgentLoop):
         def step(planned: PlannedRequest) -> StepResult:
             answer: list[str] = []
@@ -83,7 +90,7 @@ def play_session(environment: Any, executor: PolicyExecutor, client: LLMClient,
             return StepResult(
                 ok=record.outcome == rec.OK, answer="".join(answer),
                 tool_calls=tuple(ToolCallMade(c.call_id, c.name, c.arguments) for c in calls),
-                input_tokens=record.input_tokens, output_tokens=answered_tokens(record))
+                input_tokens=text_input_tokens(record), output_tokens=answered_tokens(record))
 
         return run_agent_loop(session, step, gevent.sleep, stopping=stopping)
 
@@ -91,6 +98,7 @@ def play_session(environment: Any, executor: PolicyExecutor, client: LLMClient,
         answer: list[str] = []
         record = measure(planned, planned.turn == 1, answer, None)
         return TurnResult(ok=record.outcome == rec.OK, answer="".join(answer),
-                          input_tokens=record.input_tokens, output_tokens=answered_tokens(record))
+                          input_tokens=text_input_tokens(record),
+                          output_tokens=answered_tokens(record))
 
     return run_session(session, turn, gevent.sleep, stopping=stopping)

@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import urllib.request
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import to_request_spec
@@ -33,6 +36,7 @@ from zerohop.loadgen.prompt_sizing import (
 )
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.image_spec import ImageSource
 from zerohop.workloads.inputs import default_workload, load_workloads
 
 log = logging.getLogger("zerohop")
@@ -49,6 +53,7 @@ class WorkloadBinding:
     # an interleaved comparison (`--arm-hosts`): each request's arm, drawn with the seed
     arms: ArmAssigner | None = None
     arm_urls: dict[str, str] = field(default_factory=dict)
+    images: ImageSource | None = None  # a workload's `images`, drawn per request
 
     def next_spec(self) -> RequestSpec:
         return self.request_spec(self.planner.next_request())
@@ -62,6 +67,8 @@ class WorkloadBinding:
         if schema is not None:  # structured output: asked for, then judged
             spec.generation.response_format = request_format(schema, self.spec.name)
             spec.response_schema = schema
+        if self.images is not None:
+            spec.generation.images = self.images.next_images()
         if self.arms is not None:  # a session's turns share the arm of its first
             spec.arm = self.arms.next_arm(getattr(planned, "session_id", None))
         return spec
@@ -118,8 +125,11 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     open_loop = getattr(spec.load, "kind", "closed") != "closed"
     arm_urls = opt.arm_hosts(environment)
     arms = ArmAssigner(list(arm_urls), f"{seed}:{spec.name}:{index}") if arm_urls else None
+    images = None if spec.images is None else ImageSource(spec.images, np.random.default_rng(
+        zlib.crc32(f"{seed}:{spec.name}:{index}:images".encode())))
     return WorkloadBinding(spec=spec, api=api, model=model, planner=planner, open_loop=open_loop,
-                           prompt_token_source=source, arms=arms, arm_urls=arm_urls)
+                           prompt_token_source=source, arms=arms, arm_urls=arm_urls,
+                           images=images)
 
 
 def spec_for(environment: Any, user_class: type) -> Any:

@@ -44,6 +44,8 @@ def token_count_section(counts: TokenCounts) -> dict[str, object] | None:
             "output_differences": differences or fmt.DASH,
             "input_compared": fmt.count(row.input_compared),
             "asked_input": fmt.count(row.asked_input),
+            "asked_text": fmt.count(row.asked_input - row.asked_image),
+            "asked_image": fmt.count(row.asked_image),
             "server_input": fmt.count(row.server_input),
             "input_difference": fmt.signed_pct(row.input_difference_pct)
             if row.input_compared else fmt.DASH,
@@ -53,4 +55,6 @@ def token_count_section(counts: TokenCounts) -> dict[str, object] | None:
             "sources": ", ".join(f"{s} {n}" for s, n in row.prompt_sources) or fmt.DASH,
             "clamped": fmt.count(row.clamped),
         })
-    return {"rows": rows, "flags": counts.flags}
+    # a column for the images' asked tokens only when some workload sent images
+    return {"rows": rows, "flags": counts.flags,
+            "images": any(row.asked_image for row in counts.rows)}

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from zerohop.sim.api_shapes import error_body
+from zerohop.sim.image_parts import image_part
 from zerohop.sim.responses_shape import responses_messages
 from zerohop.sim.tokens import (
     CHAT_MESSAGE_OVERHEAD,
@@ -105,7 +106,8 @@ class _Spelling(Generic[T]):
     text: Callable[[str], list[T]]
     message: tuple[T, ...]  # a message's role header and separators
     primer: tuple[T, ...]  # the assistant primer
-    non_text: T  # a part that is not text (an image)
+    non_text: T  # a part that is neither text nor an image's data
+    image: Callable[[int], T]  # an image's tokens, from a digest of its data
     token_id: Callable[[int], T]  # a prompt given as token ids
 
 
@@ -164,7 +166,11 @@ def _content_tokens(content: Any, spell: _Spelling[T]) -> list[T]:
         elif isinstance(part, dict) and part.get("type") == "tool_result":
             tokens += _content_tokens(part.get("content"), spell)
         else:
-            tokens += [spell.non_text] * NON_TEXT_PART_TOKENS
+            image = image_part(part) if isinstance(part, dict) else None
+            if image is None:
+                tokens += [spell.non_text] * NON_TEXT_PART_TOKENS
+            else:  # one id per image, from its bytes: the prefix cache tells images apart
+                tokens += [spell.image(zlib.crc32(image[1].encode()))] * image[0]
     return tokens
 
 
@@ -179,8 +185,9 @@ def _text_strs(text: str) -> list[str]:
 
 
 _IDS: _Spelling[int] = _Spelling(text=_text_ids, message=_MESSAGE_IDS, primer=_PRIMER_IDS,
-                                 non_text=_NON_TEXT_ID, token_id=int)
+                                 non_text=_NON_TEXT_ID, token_id=int,
+                                 image=lambda digest: _TEXT_ID_BASE + digest % _TEXT_ID_SPAN)
 _STRS: _Spelling[str] = _Spelling(
     text=_text_strs, message=("<|message|>",) * CHAT_MESSAGE_OVERHEAD,
     primer=("<|assistant|>",) * CHAT_REQUEST_OVERHEAD, non_text="<|part|>",
-    token_id=lambda i: f"<|{i}|>")
+    token_id=lambda i: f"<|{i}|>", image=lambda digest: "<|image|>")

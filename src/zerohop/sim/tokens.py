@@ -10,8 +10,9 @@ Counting rule (documented so clients can predict usage exactly):
 * Chat (``/v1/chat/completions``) and Anthropic messages add a fixed template overhead:
   ``CHAT_MESSAGE_OVERHEAD`` (4) tokens per message (role header and separators) and
   ``CHAT_REQUEST_OVERHEAD`` (3) tokens per request (the assistant primer). An Anthropic
-  ``system`` prompt counts as one more message. Non-text content parts (images, tool
-  results without text) count ``NON_TEXT_PART_TOKENS`` each.
+  ``system`` prompt counts as one more message. An image part with base64 PNG data
+  counts ``core.images.image_token_count`` of its size (``image_parts.py``); other
+  non-text parts count ``NON_TEXT_PART_TOKENS`` each.
 
 Output length: with ``ignore_eos`` (vLLM extension) the answer is exactly
 ``max_tokens`` long. Otherwise the length is drawn from a lognormal distribution with
@@ -32,6 +33,8 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from zerohop.sim.image_parts import image_part_tokens
 
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 CHAT_MESSAGE_OVERHEAD = 4
@@ -177,7 +180,8 @@ def count_content_tokens(content: Any) -> int:
                 elif part.get("type") == "tool_result":
                     total += count_content_tokens(part.get("content"))
                 else:
-                    total += NON_TEXT_PART_TOKENS
+                    image = image_part_tokens(part)
+                    total += NON_TEXT_PART_TOKENS if image is None else image
         return total
     raise ValueError("message content must be a string or a list of parts")
 

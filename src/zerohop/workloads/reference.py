@@ -20,6 +20,7 @@ from pydantic_core import PydanticUndefined
 
 from zerohop.workloads.agent_spec import FunctionDefinition, ToolDefinition
 from zerohop.workloads.distributions import FixedDist, LognormalDist, NormalDist, UniformDist
+from zerohop.workloads.image_spec import ImageSpec
 from zerohop.workloads.kind_registry import workload_kinds
 from zerohop.workloads.kinds import TokenScaling
 from zerohop.workloads.load_spec import (
@@ -77,7 +78,7 @@ _SECTIONS: tuple[tuple[str, tuple[type[BaseModel], ...]], ...] = (
         (RampShape, StepShape, StepPoint, SpikeShape, PiecewiseShape, PiecewisePoint),
     ),
     ("Token distributions", (FixedDist, UniformDist, NormalDist, LognormalDist)),
-    ("Other sections", (AdapterSet, TokenScaling, PrefixPool)),
+    ("Other sections", (AdapterSet, TokenScaling, PrefixPool, ImageSpec)),
     ("Client policy (`policy:`)", (Policy, PolicyTimeouts, RetrySpec, BackoffSpec,
                                    ContinuationSpec, FallbackSpec, FallbackStep)),
 )

@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 from zerohop.core.apis import APIS, ApiName, api_spec, structured_apis
 from zerohop.core.json_schema import check_schema
 from zerohop.core.slo import SloError, parse_slo_mapping, request_meets
+from zerohop.workloads.image_spec import ImageSpec
 from zerohop.workloads.model_base import StrictModel
 from zerohop.workloads.policy_spec import Policy
 
@@ -104,6 +105,12 @@ class WorkloadBase(StrictModel):
         description="Structured output: a JSON schema the answer must follow, sent as chat's "
         "response_format (json_schema) or Responses' text.format; each ok answer is judged "
         "(record field structured_output). Supported keywords: core/json_schema.py.",
+    )
+    images: ImageSpec | None = Field(
+        default=None,
+        description="Image inputs: synthetic images sent before the text of each request "
+        "(count, width, height as distributions; chat-style APIs only), their asked tokens "
+        "recorded beside the server's prompt usage (record field image_tokens).",
     )
     policy: Policy | None = Field(
         default=None,
