@@ -5,8 +5,11 @@ names an `embedding` workload (or the class is named: then workloads/embedding.y
 from locust import events
 
 from zerohop.loadgen.hooks import install
-from zerohop.loadgen.users import user_class_for
+from zerohop.loadgen.users import LLMUser
 
 install(events)
 
-Embedding = user_class_for("embedding", weight=1)
+
+class Embedding(LLMUser):
+    workload_kind = "embedding"
+    weight = 1  # for a workload whose file sets no weight

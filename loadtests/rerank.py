@@ -5,8 +5,11 @@ file names a `rerank` workload (or the class is named: then workloads/rerank.yam
 from locust import events
 
 from zerohop.loadgen.hooks import install
-from zerohop.loadgen.users import user_class_for
+from zerohop.loadgen.users import LLMUser
 
 install(events)
 
-Rerank = user_class_for("rerank", weight=1)
+
+class Rerank(LLMUser):
+    workload_kind = "rerank"
+    weight = 1  # for a workload whose file sets no weight

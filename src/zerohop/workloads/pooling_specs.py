@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from zerohop.core.apis import API_NAMES
 from zerohop.core.slo import parse_slo_mapping
 from zerohop.workloads.distributions import Distribution, uniform_by_default
 from zerohop.workloads.load_spec import ClosedOrOpenLoad, closed_by_default
@@ -24,7 +25,7 @@ RERANK = "rerank"
 POOLING_SLO_METRICS = frozenset({"e2e_ms", "e2e_from_schedule_ms"})
 # the APIs of an OpenAI-compatible server, which serves /v1/embeddings and /v1/rerank
 # beside them; an Anthropic Messages server has neither endpoint
-POOLING_APIS = ("openai-chat", "openai-completions", "openai-responses")
+POOLING_APIS = tuple(name for name in API_NAMES if name.startswith("openai-"))
 
 
 class _PoolingWorkload(TextPromptWorkload):
