@@ -90,6 +90,9 @@ def test_rerank_answers_top_n_best_first_and_score_every_pair() -> None:
     _, everything = post(make_engine(), "/v1/rerank",
                          {"model": "m", "query": "which one", "documents": DOCS})
     assert len(everything["results"]) == len(DOCS)
+    _, all_of_them = post(make_engine(), "/v1/rerank",  # vLLM's default top_n, 0: all
+                          {"model": "m", "query": "which one", "documents": DOCS, "top_n": 0})
+    assert all_of_them["results"] == everything["results"]
     _, scored = post(make_engine(), "/v1/score",
                      {"model": "m", "text_1": "which one", "text_2": DOCS})
     assert [d["score"] for d in scored["data"]] == [scores[i] for i in range(len(DOCS))]
@@ -100,7 +103,7 @@ def test_rerank_answers_top_n_best_first_and_score_every_pair() -> None:
     ("/v1/embeddings", {"input": ["x"]}, 400, "`model` is required"),
     ("/v1/embeddings", {"model": "other", "input": ["x"]}, 404, "does not exist"),
     ("/v1/rerank", {"model": "m", "documents": ["x"]}, 400, "`query`"),
-    ("/v1/rerank", {"model": "m", "query": "q", "documents": ["x"], "top_n": 0}, 400,
+    ("/v1/rerank", {"model": "m", "query": "q", "documents": ["x"], "top_n": -1}, 400,
      "top_n"),
     ("/v1/embeddings", {"model": "m", "input": ["word " * 200_000]}, 400,
      "maximum context length"),

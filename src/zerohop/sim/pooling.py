@@ -107,8 +107,9 @@ def serve_pooling(conn: HttpConnection, request: HttpRequest, *,
         texts, query = read_pooling_body(request.path, body)
         top_n = body.get("top_n")
         if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, int)
-                                  or top_n < 1):
-            raise PoolingError("`top_n` must be a positive integer")
+                                  or top_n < 0):
+            raise PoolingError("`top_n` must be a non-negative integer")
+        top_n = top_n or None  # vLLM's default, 0: every document
         encoding = body.get("encoding_format", "float")
         if encoding not in ("float", "base64"):
             raise PoolingError("`encoding_format` must be float or base64")
