@@ -1,10 +1,11 @@
 """Every API × every default workload kind against the embedded target: all `ok`.
 
 One `zerohop run` per API runs every workload kind together (ShortQueryFlood,
-LongContextSummarisation, LoRAMix, TraceReplay, Conversation, SharedPrefix, and Agent
-where the API takes tools), each from the same `--workload` file, sized down from the
-shipped defaults to stay quick on a busy machine; on an API that takes images a
-workload sends them too (`images`). The embedded
+LongContextSummarisation, LoRAMix, TraceReplay, Conversation, SharedPrefix, Agent
+where the API takes tools, Embedding and Rerank where the API is an OpenAI-compatible
+server's: on Anthropic Messages they are refused in one line, tested below), each from
+the same `--workload` file, sized down from the shipped defaults to stay quick on a busy
+machine; on an API that takes images a workload sends them too (`images`). The embedded
 target has a /tokenize endpoint, so prompts are sized by it: the test also holds the
 prompt-size promise there (≥ 99 % of requests within ±1 token of the asked size, its
 images' asked tokens included)."""
@@ -20,6 +21,7 @@ import pytest
 
 from zerohop.core.apis import APIS
 from zerohop.workloads.kind_registry import workload_kinds
+from zerohop.workloads.pooling_specs import POOLING_APIS
 
 pytestmark = pytest.mark.integration
 
@@ -93,13 +95,30 @@ IMAGES = """
     load: {kind: closed, users: 1, think_time_s: 0.2}
 """
 
+POOLING = """
+  - kind: embedding
+    name: vectors
+    inputs: {type: uniform, min: 1, max: 4}
+    input_tokens: {type: uniform, min: 16, max: 48}
+    load: {kind: closed, users: 1, think_time_s: 0.2}
+  - kind: rerank
+    name: ranks
+    documents: {type: uniform, min: 2, max: 5}
+    query_tokens: 8
+    document_tokens: 32
+    top_n: 2
+    load: {kind: closed, users: 1, think_time_s: 0.2}
+"""
+
 
 @pytest.mark.parametrize("api", ["openai-chat", "openai-completions", "anthropic",
                                  "openai-responses"])
 def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> None:
     workloads = tmp_path / "matrix.yaml"
+    pooling = api in POOLING_APIS  # an OpenAI-compatible server's /v1/embeddings, /v1/rerank
     workloads.write_text(WORKLOADS + (AGENT if APIS[api].tools else "")
-                         + (IMAGES if APIS[api].images else ""))
+                         + (IMAGES if APIS[api].images else "")
+                         + (POOLING if pooling else ""))
     res = subprocess.run(
         [sys.executable, "-m", "zerohop", "run", "--api", api, "--workload", str(workloads),
          "--duration", "6s", "--telemetry", "none", "--microbench", "off",
@@ -114,8 +133,9 @@ def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> N
     assert set(frame["api"]) == {api}
     kinds = {"queries", "documents", "adapters", "trace", "chat", "prefixes"}
     assert set(frame["workload"]) == (kinds | ({"loops"} if APIS[api].tools else set())
-                                      | ({"pictures"} if APIS[api].images else set()))
-    assert len(workload_kinds()) == 7  # one workload per kind, every kind
+                                      | ({"pictures"} if APIS[api].images else set())
+                                      | ({"vectors", "ranks"} if pooling else set()))
+    assert len(workload_kinds()) == 9  # one workload per kind, every kind
     failed = frame[frame["outcome"] != "ok"]
     assert failed.empty, failed[["workload", "outcome", "error_message"]].head(5).to_dict(
         "records")
@@ -125,6 +145,27 @@ def test_every_workload_kind_runs_ok_on_every_api(api: str, tmp_path: Path) -> N
     # a chat request is never smaller than its template (7 tokens here) and one word
     # (an agent's tools come on top of its prompt, as the server renders them)
     sized = frame[(frame["target_input_tokens"] >= 16) & (frame["workload"] != "loops")]
+    # a pooling request's texts are each sized: ±1 token each
     off = (sized["input_tokens"] - sized["target_input_tokens"]
-           - sized["image_tokens"].fillna(0)).abs()
+           - sized["image_tokens"].fillna(0)).abs() / sized["items"].fillna(1)
     assert len(sized) > 0 and (off <= 1).mean() >= 0.99, off.describe()
+
+
+@pytest.mark.parametrize("api", [name for name in APIS if name not in POOLING_APIS])
+def test_the_pooling_kinds_are_refused_in_one_line_where_the_api_has_no_endpoint(
+        api: str, tmp_path: Path) -> None:
+    """Embeddings and rerank are an OpenAI-compatible server's endpoints (the APIs of
+    POOLING_APIS run them above); on another API (Anthropic Messages) the run refuses a
+    file naming them, in one line, before anything starts."""
+    workloads = tmp_path / "pooling.yaml"
+    workloads.write_text("workloads:" + POOLING)
+    res = subprocess.run(
+        [sys.executable, "-m", "zerohop", "run", "--api", api, "--workload", str(workloads),
+         "--duration", "2s", "--telemetry", "none", "--microbench", "off",
+         "--results-dir", str(tmp_path / "results")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode != 0
+    assert "Traceback" not in res.stdout + res.stderr
+    (line,) = [ln for ln in res.stderr.splitlines() if "/v1/embeddings" in ln]
+    assert api in line and "openai-chat" in line
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())

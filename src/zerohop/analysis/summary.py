@@ -26,6 +26,7 @@ from zerohop.core.metrics import REQUEST_LATENCIES, SCHEDULE_LATENCIES
 PER_USER_OUTPUT_RATE = "output_tokens_per_s_per_user"
 TTFO = "ttfo_ms"
 QUEUE_WAIT = "queue_wait_ms"
+ITEMS = "items"  # a pooling request's batch size
 
 ALL_WORKLOADS = "all"
 LATENCY_COLUMNS: tuple[str, ...] = REQUEST_LATENCIES
@@ -48,8 +49,19 @@ class WorkloadSummary:
     goodput_rps: float
     good_fraction: float
     # per-request figures beyond the latency table: the per-user output rate (always),
-    # TTFO and the --max-concurrency queue wait (where any request has one)
+    # TTFO, the --max-concurrency queue wait and a pooling request's batch size, `items`
+    # (where any request has one)
     figures: dict[str, Distribution] = field(default_factory=dict)
+    # pooling requests (embedding, rerank): texts embedded or ranked per second; None
+    # where no request carried any
+    items_per_s: float | None = None
+
+    @property
+    def pooling_only(self) -> bool:
+        """Every request here is a pooling one (items, no TTFT): its rows show items/s,
+        input tokens/s and the batch size instead of token streaming's columns."""
+        ttft = self.latency.get("ttft_ms")
+        return self.items_per_s is not None and (ttft is None or ttft.n == 0)
 
 
 def summarise_workloads(
@@ -126,6 +138,8 @@ def summarise(
     n_good = int((good & mask).sum())
     figures = _figures(requests, ok, mask)
     n_good_carried = int((good & carried).sum())
+    items = requests.get("items", None)
+    has_items = items is not None and bool(np.isfinite(items.to_numpy(dtype=float)[mask]).any())
     return WorkloadSummary(
         workload=name,
         requests=n_requests,
@@ -141,18 +155,23 @@ def summarise(
         goodput_rps=window.rate(n_good_carried),
         good_fraction=_ratio(n_good, n_requests),
         figures=figures,
+        items_per_s=window.rate(_sum(items, carried)) if has_items and items is not None
+        else None,
     )
 
 
 def _figures(requests: pd.DataFrame, ok: np.ndarray, mask: np.ndarray) -> dict[str, Distribution]:
     """The per-user output rate (1000 ÷ TPOT of each ok request: what one user reads
     at once the first token came), TTFO of ok requests, and the queue wait of every
-    request that waited for a --max-concurrency slot (a failed one waited too)."""
+    request that waited for a --max-concurrency slot (a failed one waited too), and the
+    batch size of ok pooling requests."""
     tpot = requests["tpot_ms"].to_numpy(dtype=float)[ok]
     with np.errstate(divide="ignore", invalid="ignore"):
         per_user = np.where(tpot > 0, 1000.0 / tpot, np.nan)
     figures = {PER_USER_OUTPUT_RATE: describe(per_user)}
-    for column, rows in ((TTFO, ok), (QUEUE_WAIT, mask)):
+    for column, rows in ((TTFO, ok), (QUEUE_WAIT, mask), (ITEMS, ok)):
+        if column not in requests:  # `items`: absent from runs that predate it
+            continue
         values = requests[column].to_numpy(dtype=float)[rows]
         if np.isfinite(values).any():
             figures[column] = describe(values)

@@ -180,7 +180,9 @@ def _workload_section(run: RunData, summary: WorkloadSummary, results: Sequence[
         "errors": summary.errors,
         "error_pct": summary.error_pct,
         "outcomes": {o.outcome: o.count for o in outcome_counts(requests.loc[mask, ["outcome"]])},
-        "rates": {name: getattr(summary, name) for name in RUN_RATES},
+        # items/s: pooling requests' texts (null where none carried any)
+        "rates": {name: getattr(summary, name) for name in RUN_RATES}
+        | {"items_per_s": summary.items_per_s},
         "good": summary.good,
         "good_fraction": summary.good_fraction,
         "metrics": {name: _distribution(figures[name]) for name in SUMMARISED

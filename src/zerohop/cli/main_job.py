@@ -50,6 +50,7 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
     from zerohop.workloads.image_spec import image_refusal
     from zerohop.workloads.inputs import check_inputs, load_workloads
     from zerohop.workloads.local_tokenizer import load_local_tokenizer
+    from zerohop.workloads.pooling_specs import pooling_refusal
     from zerohop.workloads.workload_base import structured_refusal
 
     try:  # an incomplete install says so in one line, before anything starts
@@ -65,7 +66,8 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         for spec in specs:
             check_inputs(spec)
             refusal = (tools_refusal(spec, kw["api"]) or structured_refusal(spec, kw["api"])
-                       or image_refusal(spec, kw["api"]))
+                       or image_refusal(spec, kw["api"])
+                       or pooling_refusal(spec, kw["api"]))
             if refusal is not None:
                 raise ValueError(refusal)
         if kw["users"] is not None and kw["users"] <= 0:

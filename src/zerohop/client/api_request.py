@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from zerohop.client.llm_client import RequestSpec
+from zerohop.client.pooling_request import PooledBody
 from zerohop.client.protocols import GenerationRequest
 from zerohop.core.apis import APIS, api_spec
 
@@ -69,11 +70,16 @@ def _tool_apis() -> str:
 
 def to_request_spec(planned: Any, api: str, default_model: str, *,
                     scheduled_perf_ns: int | None = None) -> RequestSpec:
-    """A planner's PlannedRequest → what the client sends on `api`."""
+    """A planner's PlannedRequest → what the client sends on `api` (a pooling kind's
+    `workloads.pooling.PooledRequest`: its embeddings or rerank body)."""
     model = planned.adapter or planned.model or default_model
+    endpoint = getattr(planned, "pooling", None)
     return RequestSpec(
         workload=planned.workload,
         generation=generation_for(planned, api, model),
+        pooled=None if endpoint is None else PooledBody(
+            endpoint, model, tuple(planned.inputs), query=planned.query,
+            top_n=planned.top_n, encoding_format=planned.encoding_format),
         adapter=planned.adapter,
         target_input_tokens=planned.target_input_tokens,
         prompt_clamped=getattr(planned, "prompt_clamped", None),

@@ -19,6 +19,7 @@ from typing import Any
 
 from zerohop.client.http_stream import END_RESET, RawExchange, Reactor, Timeouts, stream_request
 from zerohop.client.measure import StreamDecode, build_record
+from zerohop.client.pooling_request import PooledBody, build_pooled_request, fill_pooled_record
 from zerohop.client.protocols import ApiAdapter, GenerationRequest, HttpRequest, StreamedToolCall
 from zerohop.client.structured_output import judge_answer
 from zerohop.core import records as rec
@@ -81,6 +82,8 @@ class RequestSpec:
     # structured output: the JSON schema the answer is judged against (the request
     # carries it in `generation.response_format`); None: no judgement
     response_schema: dict[str, Any] | None = None
+    # a pooling request (embeddings, rerank): sent as this body, not as `generation`
+    pooled: PooledBody | None = None
 
 
 class LLMClient:
@@ -134,6 +137,8 @@ class LLMClient:
         through `cancelled_record` in the caller."""
         rid = request_id or self.new_request_id()
         record = spec_record(spec, rid, self.api_adapter.name)
+        if spec.pooled is not None:
+            return self._execute_pooled(spec, spec.pooled, record)
         # structured output is judged on the answer's text: collect it even when the
         # caller keeps none (a conversation keeps its own, for the next turn's history)
         answer = spec.answer if spec.answer is not None or spec.response_schema is None else []
@@ -162,6 +167,16 @@ class LLMClient:
                 step=spec.agent_step, max_steps=spec.agent_max_steps)
         return record
 
+    def _execute_pooled(self, spec: RequestSpec, body: PooledBody, record: RequestRecord
+                        ) -> RequestRecord:
+        """A pooling request: one JSON body each way, on the same client and clock."""
+        http_request = build_pooled_request(body, api_key=self._api_key,
+                                            request_id=record.request_id)
+        exchange, _ = self._exchange(http_request, self.url_of(spec.arm), lambda: None)
+        return fill_pooled_record(record, exchange, body, self.anchor,
+                                  scheduled_perf_ns=spec.scheduled_perf_ns,
+                                  queue_wait_ns=spec.queue_wait_ns)
+
     def url_of(self, arm: str | None) -> str:
         """The base URL of `arm` (None: the client's own); an arm without one is a bug
         of the caller, not something the target did."""
@@ -173,21 +188,25 @@ class LLMClient:
             raise ValueError(f"no base URL for arm {arm!r}") from None
 
     def _exchange(self, http_request: HttpRequest, base_url: str,
-                  new_scan: Callable[[], StreamDecode]) -> tuple[RawExchange, StreamDecode]:
-        """Stream one request; its decoding was fed the reads up to the first content."""
+                  new_scan: Callable[[], StreamDecode | None]
+                  ) -> tuple[RawExchange, StreamDecode | None]:
+        """Stream one request; its decoding was fed the reads up to the first content
+        (no decoding: a body that is not a stream, whose first read is its content)."""
         idle = self._idle.setdefault(base_url, [])
         sock = idle.pop() if idle else None
         reused = sock is not None
         scan = new_scan()
         exchange, keep = stream_request(
-            base_url, http_request, self.timeouts, first_content=scan.feed_early,
+            base_url, http_request, self.timeouts,
+            first_content=None if scan is None else scan.feed_early,
             sock=sock, reactor=self._reactor,
         )
         if reused and exchange.end == END_RESET and exchange.status is None:
             # the server closed an idle keep-alive connection: one fresh try, as clients do
             scan = new_scan()
             exchange, keep = stream_request(
-                base_url, http_request, self.timeouts, first_content=scan.feed_early,
+                base_url, http_request, self.timeouts,
+                first_content=None if scan is None else scan.feed_early,
                 reactor=self._reactor,
             )
         if keep is not None:
@@ -212,7 +231,8 @@ def spec_record(spec: RequestSpec, request_id: str, api: str) -> RequestRecord:
         images=len(spec.generation.images) or None,
         image_tokens=sum(image.tokens for image in spec.generation.images) or None,
         prompt_token_source=spec.prompt_token_source, prompt_clamped=spec.prompt_clamped,
-        max_tokens=spec.generation.max_tokens,
+        max_tokens=None if spec.pooled is not None else spec.generation.max_tokens,
+        items=None if spec.pooled is None else spec.pooled.items,
         logical_request_id=spec.logical_request_id or request_id, attempt=spec.attempt,
         session_id=spec.session_id, turn=spec.turn, agent_step=spec.agent_step, arm=spec.arm,
         queue_wait_ms=(None if spec.queue_wait_ns is None

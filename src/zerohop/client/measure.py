@@ -147,28 +147,9 @@ def build_record(
     how long the arrival waited for a --max-concurrency slot after `scheduled_perf_ns`
     (the schedule lag counts from the slot; the latencies from schedule include it)."""
     ex = exchange
-    record.sent_ts = anchor.wall_s(ex.sent_ns)
-    record.end_ts = anchor.wall_s(ex.end_ns)
-    record.http_status = ex.status
-    record.server_timing = rec.truncate_message(ex.headers.get("server-timing"))
-    record.replica = rec.truncate_message(ex.headers.get(rec.REPLICA_HEADER))
-    if scheduled_perf_ns is not None:
-        record.scheduled_ts = anchor.wall_s(scheduled_perf_ns)
-        record.schedule_lag_ms = timing.schedule_lag_ms(scheduled_perf_ns, ex.sent_ns,
-                                                        queue_wait_ns)
-
-    if ex.end == END_CONNECT_ERROR:
-        record.outcome, record.error_message = rec.CONNECT_ERROR, rec.truncate_message(ex.error)
+    if fill_exchange(record, ex, anchor, adapter.decode_error_body,
+                     scheduled_perf_ns=scheduled_perf_ns, queue_wait_ns=queue_wait_ns):
         return record
-    if ex.status is not None and ex.status != 200:
-        body = b"".join(chunk for _, chunk in ex.reads)
-        err = adapter.decode_error_body(ex.status, body)
-        record.outcome = rec.http_outcome(ex.status)
-        record.retry_after_s = retry_after_s(ex.headers.get("retry-after"))
-        record.error_type, record.error_message = err.error_type, rec.truncate_message(err.message)
-        record.e2e_ms = timing.e2e_ms(ex.sent_ns, ex.end_ns)
-        return record
-
     if scan is None:
         scan = StreamDecode(adapter, answer=answer, collect_calls=tool_calls is not None)
     decoded = _decode(ex, scan, pause)
@@ -178,6 +159,36 @@ def build_record(
     _fill_tokens(record, decoded)
     record.outcome = _outcome(ex, decoded, record)
     return record
+
+
+def fill_exchange(record: RequestRecord, ex: RawExchange, anchor: ClockAnchor,
+                  decode_error: Callable[[int, bytes], StreamError], *,
+                  scheduled_perf_ns: int | None, queue_wait_ns: int | None) -> bool:
+    """What every exchange's record says, streamed or not: its stamps, status, headers
+    and schedule lag; and, for an exchange that failed before a 200 body (a connect
+    error, a non-200 status with its error body read by `decode_error`), its outcome.
+    True when the record is then complete."""
+    record.sent_ts = anchor.wall_s(ex.sent_ns)
+    record.end_ts = anchor.wall_s(ex.end_ns)
+    record.http_status = ex.status
+    record.server_timing = rec.truncate_message(ex.headers.get("server-timing"))
+    record.replica = rec.truncate_message(ex.headers.get(rec.REPLICA_HEADER))
+    if scheduled_perf_ns is not None:
+        record.scheduled_ts = anchor.wall_s(scheduled_perf_ns)
+        record.schedule_lag_ms = timing.schedule_lag_ms(scheduled_perf_ns, ex.sent_ns,
+                                                        queue_wait_ns)
+    if ex.end == END_CONNECT_ERROR:
+        record.outcome, record.error_message = rec.CONNECT_ERROR, rec.truncate_message(ex.error)
+        return True
+    if ex.status is not None and ex.status != 200:
+        body = b"".join(chunk for _, chunk in ex.reads)
+        err = decode_error(ex.status, body)
+        record.outcome = rec.http_outcome(ex.status)
+        record.retry_after_s = retry_after_s(ex.headers.get("retry-after"))
+        record.error_type, record.error_message = err.error_type, rec.truncate_message(err.message)
+        record.e2e_ms = timing.e2e_ms(ex.sent_ns, ex.end_ns)
+        return True
+    return False
 
 
 def retry_after_s(value: str | None, *, now: float | None = None) -> float | None:

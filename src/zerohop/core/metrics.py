@@ -128,6 +128,12 @@ CATALOGUE: tuple[Metric, ...] = (
         "(token_source says which).",
     ),
     Metric(
+        "items", "batch size", "items", "neither", "tokens",
+        "A pooling request (embedding, rerank): the texts it carried, inputs embedded or "
+        "documents ranked. items/s is the items of ok requests ÷ measured window.",
+        summarised=True,
+    ),
+    Metric(
         "counted_output_tokens", "client output tokens", "tokens", "neither", "tokens",
         "The client's own count of the answer: content events × tokens per event, shown "
         "beside the server's usage in Token counts.",

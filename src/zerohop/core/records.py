@@ -236,6 +236,10 @@ class RequestRecord:
     arm: str | None = column(
         "an interleaved comparison (`zerohop run --compare-layer`): the arm the request "
         "was assigned to (`direct`, `layer`, a routing policy's name)", read=CATEGORY)
+    items: int | None = column(
+        "a pooling request (embedding, rerank): the texts it carried, inputs embedded or "
+        "documents ranked (its batch size); None for a generation request",
+        unit="items", read=NUMBER)
     replica: str | None = column(
         "the replica that answered, as it named itself (the embedded target's "
         "`x-zerohop-replica` header: its HOST:PORT); None when the server does not say",

@@ -35,6 +35,7 @@ from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.image_spec import image_refusal
 from zerohop.workloads.inputs import check_inputs, default_workload, load_workloads
 from zerohop.workloads.load_spec import ClosedLoad
+from zerohop.workloads.pooling_specs import pooling_refusal
 from zerohop.workloads.workload_base import structured_refusal
 
 T = TypeVar("T")
@@ -86,7 +87,8 @@ def select_workloads(candidates: Sequence[tuple[str, Any]], *, asked: Collection
             except WorkloadError as exc:
                 raise _LeaveOut(str(exc)) from None
             refusal = (tools_refusal(spec, api) or structured_refusal(spec, api)
-                       or image_refusal(spec, api))
+                       or image_refusal(spec, api)
+                       or pooling_refusal(spec, api))
             if refusal is not None:
                 raise _LeaveOut(refusal)
             _check_models(spec, target, model_flag)

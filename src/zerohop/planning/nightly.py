@@ -76,7 +76,7 @@ class TargetConfig(Strict):
 
 
 ClassName = Literal["ShortQueryFlood", "LongContextSummarisation", "LoRAMix", "TraceReplay",
-                    "Conversation", "SharedPrefix", "Agent"]
+                    "Conversation", "SharedPrefix", "Agent", "Embedding", "Rerank"]
 
 
 class LoadConfig(Strict):

@@ -27,6 +27,7 @@ from zerohop.report.present_latency import (
     METRIC_TITLES,
     distribution_section,
     latency_table,
+    pooling_table,
     throughput_table,
 )
 from zerohop.report.present_timeseries import (
@@ -65,6 +66,7 @@ def report_page(analysis: RunAnalysis, generated_at: str) -> Page:
         "slos": slo_rows(analysis),
         "slo_source": slo_source(analysis),
         "throughput": throughput_table(analysis),
+        "pooling": pooling_table(analysis),
         "latency": latency_table(analysis),
         "timeseries": timeseries_section(analysis, charts),
         "correlation": _correlation_section(analysis),

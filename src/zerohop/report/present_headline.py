@@ -189,8 +189,10 @@ def headline_figures(analysis: RunAnalysis) -> list[dict[str, str]]:
         {"label": "errors", "value": fmt.pct(total.error_pct, 2)},
         {
             "label": "throughput",
-            "value": f"{fmt.rate(total.req_per_s)} req/s · "
-            f"{fmt.rate(total.output_tokens_per_s)} output tok/s",
+            "value": f"{fmt.rate(total.req_per_s)} req/s · " + (
+                f"{fmt.rate(total.items_per_s or 0.0)} items/s · "
+                f"{fmt.rate(total.input_tokens_per_s)} input tok/s" if total.pooling_only
+                else f"{fmt.rate(total.output_tokens_per_s)} output tok/s"),
         },
         {
             "label": "goodput",

@@ -10,7 +10,7 @@ from typing import Any
 from zerohop.analysis.quantiles import PERCENTILE_NAMES, Distribution
 from zerohop.analysis.reads import ReadDelivery
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.analysis.summary import ALL_WORKLOADS
+from zerohop.analysis.summary import ALL_WORKLOADS, ITEMS
 from zerohop.core.metrics import CATALOGUE, NIGHTLY_GATES, percentile_fraction
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart, joined
@@ -33,12 +33,33 @@ def throughput_table(analysis: RunAnalysis) -> list[dict[str, str]]:
             "window": fmt.seconds(s.window_s),
             "req_per_s": fmt.rate(s.req_per_s),
             "input_tps": fmt.rate(s.input_tokens_per_s),
-            "output_tps": fmt.rate(s.output_tokens_per_s),
+            # a pooling workload generates nothing: no output rate to show
+            "output_tps": fmt.DASH if s.pooling_only else fmt.rate(s.output_tokens_per_s),
             "goodput": fmt.rate(s.goodput_rps),
             "good_fraction": fmt.pct(s.good_fraction * 100.0),
         }
         for s in analysis.summaries
     ]
+
+
+def pooling_table(analysis: RunAnalysis) -> list[dict[str, str]]:
+    """The pooling workloads (embedding, rerank): texts per second, input tokens per
+    second and the batch size (`items` per request) — their throughput, which the
+    token-streaming columns cannot say. Empty when no request carried items."""
+    rows = []
+    for s in analysis.summaries:
+        batch = s.figures.get(ITEMS)
+        if s.items_per_s is None or batch is None or batch.n == 0:
+            continue
+        rows.append({
+            "workload": s.workload,
+            "items_per_s": fmt.rate(s.items_per_s),
+            "input_tps": fmt.rate(s.input_tokens_per_s),
+            "batch": " / ".join(f"{batch.percentiles[p]:,.0f}" for p in ("p50", "p99")),
+            "batch_mean": f"{batch.mean:,.1f}",
+            "n": fmt.count(batch.n),
+        })
+    return rows
 
 
 def latency_table(analysis: RunAnalysis) -> dict[str, Any]:
@@ -48,6 +69,8 @@ def latency_table(analysis: RunAnalysis) -> dict[str, Any]:
     rows = []
     for s in analysis.summaries:
         for metric, dist in s.latency.items():
+            if dist.n == 0 and s.pooling_only:  # no TTFT, ITL or TPOT: nothing streamed
+                continue
             delivery = reads.get(s.workload)
             batched = metric == "itl_ms" and delivery is not None and delivery.same_read_gaps
             title = ITL_EVERY_GAP if batched else METRIC_TITLES.get(metric, metric)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.analysis.summary import PER_USER_OUTPUT_RATE
+from zerohop.analysis.summary import ITEMS, PER_USER_OUTPUT_RATE
 from zerohop.report import formatting as fmt
 from zerohop.report.present_headline import load_checks
 from zerohop.report.present_probe import console_line
@@ -36,8 +36,10 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
     head = (f"{'workload':<26}{'reqs':>7}{'err%':>7}{'req/s':>8}{'out tok/s':>11}"
             f"{'tok/s/user':>11}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}"
             f"{'E2E p99':>10}")
-    click.echo(head)
-    for s in analysis.summaries:
+    streamed = [s for s in analysis.summaries if not s.pooling_only]
+    if streamed:
+        click.echo(head)
+    for s in streamed:
         lat = s.latency
         click.echo(
             f"{s.workload[:25]:<26}{s.requests:>7}{s.error_pct:>7.1f}{s.req_per_s:>8.2f}"
@@ -46,6 +48,18 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
             f"{_ms(lat, 'ttft_ms', 'p99'):>10}{_ms(lat, 'tpot_ms', 'p50'):>10}"
             f"{_ms(lat, 'e2e_ms', 'p99'):>10}"
         )
+    pooled = [s for s in analysis.summaries if s.pooling_only]
+    if pooled:  # embedding, rerank: texts and input tokens per second, no TTFT
+        click.echo(f"{'pooling workload':<26}{'reqs':>7}{'err%':>7}{'req/s':>8}"
+                   f"{'items/s':>10}{'in tok/s':>11}{'batch p50':>10}{'E2E p50':>10}"
+                   f"{'E2E p99':>10}")
+    for s in pooled:
+        batch = s.figures.get(ITEMS)
+        click.echo(
+            f"{s.workload[:25]:<26}{s.requests:>7}{s.error_pct:>7.1f}{s.req_per_s:>8.2f}"
+            f"{s.items_per_s or 0.0:>10.1f}{s.input_tokens_per_s:>11.0f}"
+            f"{_ms(s.figures, ITEMS, 'p50') if batch is not None else '-':>10}"
+            f"{_ms(s.latency, 'e2e_ms', 'p50'):>10}{_ms(s.latency, 'e2e_ms', 'p99'):>10}")
     for flag in analysis.token_counts.flags if analysis.token_counts else []:
         click.echo(f"prompt sizes: {flag}")
     probe = console_line(analysis.sections.get("probe"))

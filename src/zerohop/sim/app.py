@@ -1,9 +1,9 @@
 """The sim's HTTP application: routes, request parsing, admission, and serving.
 
 Routes: POST each registered API's path (api_routes.py: /v1/chat/completions,
-/v1/completions, /v1/messages, /v1/responses), /tokenize; GET /v1/models, /health,
-/metrics, /version,
-/zerohop/ground_truth?request_id=ID (or ?last=N), /zerohop/stats; POST
+/v1/completions, /v1/messages, /v1/responses), /tokenize, the pooling endpoints
+(pooling.py: /v1/embeddings, /v1/rerank, /v1/score); GET /v1/models, /health,
+/metrics, /version, /zerohop/ground_truth?request_id=ID (or ?last=N), /zerohop/stats; POST
 /zerohop/stats/reset (clears the lag recorders, for benchmarks).
 """
 
@@ -32,14 +32,11 @@ from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from zerohop.sim.metrics import render_metrics
+from zerohop.sim.pooling import POOLING_PATHS, serve_pooling
 from zerohop.sim.prefix_cache import peek_cached_tokens, request_block_hashes
 from zerohop.sim.responses_shape import responses_messages
 from zerohop.sim.sequence import EngineError
-from zerohop.sim.streams import (
-    BufferedResponse,
-    ResponseContext,
-    StreamingResponse,
-)
+from zerohop.sim.streams import BufferedResponse, ResponseContext, StreamingResponse
 from zerohop.sim.tokenize import TOKENIZE_PATH, tokenize_response
 from zerohop.sim.tokens import (
     count_chat_tokens,
@@ -149,6 +146,8 @@ class SimApp:
                 return
             self._generate(conn, request, route)
             return
+        if path in POOLING_PATHS and request.method == "POST":
+            return self._pool(conn, request)
         if path == TOKENIZE_PATH and request.method == "POST":
             conn.send(*tokenize_response(request.body, self.routes, self.engines[0]))
             return
@@ -214,13 +213,30 @@ class SimApp:
         self._counter += 1
         return f"{self._id_prefix}{self._counter:08x}"
 
-    def _generate(self, conn: HttpConnection, request: HttpRequest,
-                  api_route: ApiRoute) -> None:
-        api = api_route.form
+    def _reply_ids(self, request: HttpRequest) -> tuple[str, list[tuple[bytes, bytes]]]:
+        """The request's id (the client's, else a new one) and the headers every reply has."""
         request_id = request.headers.get("x-request-id") or self._new_request_id()
         extra_headers = [(b"x-request-id", request_id.encode("latin-1", "replace"))]
         if self.replica_header is not None:
             extra_headers.append(self.replica_header)
+        return request_id, extra_headers
+
+    def _pool(self, conn: HttpConnection, request: HttpRequest) -> None:
+        """Embeddings, rerank, score (pooling.py), behind the generation routes' key."""
+        request_id, extra_headers = self._reply_ids(request)
+        try:
+            self._check_auth(request, "chat")
+        except RequestError as err:
+            conn.send(err.status, error_body("chat", err.status, err.message),
+                      extra_headers=extra_headers)
+            return
+        serve_pooling(conn, request, routes=self.routes, request_id=request_id,
+                      extra_headers=extra_headers)
+
+    def _generate(self, conn: HttpConnection, request: HttpRequest,
+                  api_route: ApiRoute) -> None:
+        api = api_route.form
+        request_id, extra_headers = self._reply_ids(request)
         refused = _Refusal(conn, request, api, request_id, extra_headers)
         try:
             self._check_auth(request, api)

@@ -33,6 +33,7 @@ from zerohop.workloads.kinds import (
     ShortQueryFloodSpec,
     TraceReplaySpec,
 )
+from zerohop.workloads.pooling_specs import EmbeddingSpec, RerankSpec
 from zerohop.workloads.workload_base import WorkloadBase
 
 if TYPE_CHECKING:
@@ -136,6 +137,12 @@ def _shared_prefix_planner(spec: Any, setup: WorkerSetup) -> Any:
     return make_shared_prefix_planner(spec, setup)
 
 
+def _pooling_planner(spec: Any, setup: WorkerSetup) -> Any:
+    from zerohop.workloads.pooling import make_pooling_planner
+
+    return make_pooling_planner(spec, setup)
+
+
 def _trace_readable(spec: Any) -> None:
     from zerohop.workloads.traces import read_trace
 
@@ -164,5 +171,7 @@ for _entry in (
     WorkloadKind("shared_prefix", SharedPrefixSpec, "SharedPrefix", "shared_prefix.yaml",
                  _shared_prefix_planner),
     WorkloadKind("agent", AgentSpec, "Agent", "agent.yaml", _agent_planner),
+    WorkloadKind("embedding", EmbeddingSpec, "Embedding", "embedding.yaml", _pooling_planner),
+    WorkloadKind("rerank", RerankSpec, "Rerank", "rerank.yaml", _pooling_planner),
 ):
     register_kind(_entry)
