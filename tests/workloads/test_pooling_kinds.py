@@ -91,6 +91,9 @@ def test_a_ttft_objective_on_a_pooling_kind_is_a_one_line_error() -> None:
     with pytest.raises(ValidationError, match="response_format"):
         EmbeddingSpec.model_validate({"kind": "embedding", "name": "v",
                                       "response_format": {"type": "object"}})
+    with pytest.raises(ValidationError, match="takes no images"):
+        RerankSpec.model_validate({"kind": "rerank", "name": "r",
+                                   "images": {"count": 1, "width": 64, "height": 64}})
 
 
 def test_the_endpoints_are_an_openai_compatible_servers() -> None:

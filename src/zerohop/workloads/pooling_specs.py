@@ -30,12 +30,15 @@ POOLING_APIS = tuple(name for name in API_NAMES if name.startswith("openai-"))
 
 class _PoolingWorkload(TextPromptWorkload):
     """What the pooling kinds share: they are answered by vectors or scores, so the
-    generation fields (`max_tokens`, `ignore_eos`, `response_format`) do not apply."""
+    generation fields (`max_tokens`, `ignore_eos`, `response_format`) and the chat
+    fields (`images`) do not apply."""
 
     @model_validator(mode="after")
     def _nothing_generated(self) -> _PoolingWorkload:
         if self.response_format is not None:
             raise ValueError("a pooling kind takes no response_format (nothing is generated)")
+        if self.images is not None:
+            raise ValueError("a pooling kind takes no images (its inputs are texts)")
         streamed = sorted(t.key for t in parse_slo_mapping(self.slo.objectives)
                           if t.column not in POOLING_SLO_METRICS)
         if streamed:
