@@ -16,6 +16,13 @@ cost per percentile, goodput and the route distribution per arm. Run
     python tests/bench/bench_real_layers.py --duration 60 --replicas 2
     python tests/bench/bench_real_layers.py --what policies --duration 60 --replicas 3
 
+`--engine vllm`: the replicas are vLLM CPU servers (the vllm tier's tiny model, prefix
+cache on, `cached_tokens` in usage), all confined to the last CPU and the load generator
+and layers to the others, as the vllm tier does. Needs tools/vllm_cpu/setup_env.sh's venv.
+
+    python tests/bench/bench_real_layers.py --engine vllm --duration 60 --replicas 1
+    python tests/bench/bench_real_layers.py --engine vllm --what policies --replicas 2
+
 Needs vllm-router (`pip install -e '.[layers]'`) and nginx (`apt-get install nginx`).
 Run it more than once: these machines are shared and noisy.
 """
@@ -44,18 +51,14 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=60, help="seconds of load")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--engine", choices=("embedded", "vllm"), default="embedded")
     args = parser.parse_args()
 
     from tests.real_layers import start_nginx, start_vllm_router
 
-    from zerohop.sim.embedded import start_embedded_replicas
-
     work = Path(tempfile.mkdtemp(prefix="zerohop-real-layers-"))
     with ExitStack() as stack:
-        replicas = start_embedded_replicas(args.replicas)
-        for replica in replicas:
-            stack.callback(replica.stop)
-        urls = [r.url for r in replicas]
+        urls = start_replicas(args.engine, args.replicas, work, stack)
         arms: list[str] = []
         if args.what == "cost":
             router = stack.enter_context(start_vllm_router(urls, "round_robin", work))
@@ -71,7 +74,8 @@ def main() -> None:
                 arms += ["--layer-url", f"{policy}={router.url}"]
             workload = Path("workloads/shared_prefix.yaml")
             only = ["--users", str(args.users)]
-        command = [sys.executable, "-m", "zerohop", "run", "--host", urls[0],
+        model = ["--model", "tiny"] if args.engine == "vllm" else []
+        command = [sys.executable, "-m", "zerohop", "run", "--host", urls[0], *model,
                    "--compare-layer", *arms, "--workload", str(workload), *only,
                    "--duration", f"{args.duration}s", "--results-dir", str(work),
                    "--name", args.what, "--no-report"]
@@ -82,6 +86,36 @@ def main() -> None:
         if result.returncode != 0:
             print(result.stderr[-3000:], file=sys.stderr)
             sys.exit(result.returncode)
+
+
+def start_replicas(engine: str, count: int, work: Path, stack: ExitStack) -> list[str]:
+    """`count` replicas' URLs; each is stopped when `stack` closes."""
+    if engine == "embedded":
+        from zerohop.sim.embedded import start_embedded_replicas
+
+        replicas = start_embedded_replicas(count)
+        for replica in replicas:
+            stack.callback(replica.stop)
+        return [r.url for r in replicas]
+    import os
+
+    from tests.vllm_cpu import build_tiny_model, default_model_dir, probe_env, start_vllm
+
+    probe = probe_env(setup=False)
+    if probe.env is None:
+        sys.exit(f"no vLLM CPU env at {probe.venv}: run tools/vllm_cpu/setup_env.sh")
+    model_dir = build_tiny_model(probe.env, default_model_dir())
+    cpus = sorted(os.sched_getaffinity(0))
+    engine_cpus = cpus[-1:] if len(cpus) >= 2 else None
+    urls = []
+    for index in range(count):
+        server = stack.enter_context(start_vllm(
+            probe.env, model_dir, cpus=engine_cpus, log_path=work / f"vllm{index}.log",
+            extra_args=["--enable-prompt-tokens-details"]))
+        urls.append(server.url)
+    if engine_cpus:  # the load generator and the layers it starts: the other CPUs
+        os.sched_setaffinity(0, cpus[:-1])
+    return urls
 
 
 if __name__ == "__main__":
