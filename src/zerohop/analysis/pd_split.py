@@ -65,15 +65,18 @@ def pd_request_id(value: str | None) -> str | None:
 
 
 def pd_frame(requests: pd.DataFrame) -> pd.DataFrame:
-    """One row per ok request whose answer carried the PD parts: its ids, TTFT, each
-    part (NaN where not sent) and the remainder (TTFT minus the parts sent)."""
+    """One row per ok request whose answer carried the PD parts: its ids (its own where
+    the frame has them, and the prefill leg's), TTFT, each part (NaN where not sent)
+    and the remainder (TTFT minus the parts sent)."""
     columns = ["request_id", "workload", "prefill_request_id", "ttft_ms", *PD_PARTS,
                REMAINDER]
     if "server_timing" not in requests or requests.empty:
         return pd.DataFrame(columns=columns)
     rows = []
     ok = requests[requests["outcome"] == "ok"]
-    for rid, workload, ttft, timing in zip(ok["request_id"], ok["workload"], ok["ttft_ms"],
+    # the analysis reads no request ids (only the columns it needs): None there
+    ids = ok["request_id"] if "request_id" in ok else [None] * len(ok)
+    for rid, workload, ttft, timing in zip(ids, ok["workload"], ok["ttft_ms"],
                                            ok["server_timing"], strict=True):
         parts = pd_parts_ms(timing if isinstance(timing, str) else None)
         if parts is None:
