@@ -109,3 +109,23 @@ def test_a_pd_instance_serves_a_plain_request_as_a_plain_one(
     assert response.status == 200
     assert "server-timing" not in response.headers
     assert "kv_transfer_params" not in response.json()
+
+
+@pytest.mark.parametrize("fault, outcome", [
+    ("stream_error;after=0;type=internal_error", "stream_error:internal_error"),
+    ("slow_headers;s=0.2", "ok"),
+])
+def test_a_decode_whose_stream_fails_or_stalls_still_sends_its_head(
+        pair: tuple[SimProcess, SimProcess], fault: str, outcome: str) -> None:
+    """The decode holds its head until token 1: a stream that errs before it, or a
+    stalled one, still answers (head, then the error or the tokens)."""
+    _, decode = pair
+    rid = f"pd-fault-{uuid.uuid4().hex}"
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3,
+            "stream": True, "kv_transfer_params": {"do_remote_prefill": True}}
+    response = request(decode.url, "/v1/chat/completions", body,
+                       headers={"x-request-id": rid, "x-zerohop-fault": fault}, timeout=10)
+    assert response.status == 200 and response.complete
+    assert "kv_transfer;dur=" in response.headers["server-timing"]
+    truth = request(decode.url, f"/zerohop/ground_truth?request_id={rid}").json()
+    assert truth["outcome"] == outcome

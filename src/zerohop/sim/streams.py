@@ -113,7 +113,7 @@ class _ResponseBase:
             return
         # PD decode: the prompt's KV (all but its last token, which the first step
         # computes) is pulled first; the sequence joins the queue when it is here
-        self.seq.remote_kv_tokens = self.seq.prompt_tokens - 1
+        self.seq.remote_kv_tokens = max(0, self.seq.prompt_tokens - 1)
         asyncio.get_running_loop().call_at(
             _loop_time_at(self.seq.arrival_ns + leg.transfer_ns), self._kv_arrived)
 
@@ -261,18 +261,18 @@ class StreamingResponse(_ResponseBase):
             # PD decode: the head carries Server-Timing with this side's queue and first
             # step, known when token 1 is: it goes with token 1 (`_open_with_timing`)
             self._pending = []
-            super().start()
-            return
-        head = self.conn.start_chunked(200, self.shape.content_type, self.ctx.extra_headers)
-        events = self.shape.head_events()
-        opening = head + (chunk(events) if events else b"")
-        if self.fault_name == "slow_headers":
-            delay = self.ctx.fault.number("s") if self.ctx.fault else 0.0
-            self._pending = []
-            asyncio.get_running_loop().call_later(delay, self._release_head, opening)
         else:
-            self.conn.write(opening)
-            self._open_lanes()
+            head = self.conn.start_chunked(200, self.shape.content_type,
+                                           self.ctx.extra_headers)
+            events = self.shape.head_events()
+            opening = head + (chunk(events) if events else b"")
+            if self.fault_name == "slow_headers":
+                delay = self.ctx.fault.number("s") if self.ctx.fault else 0.0
+                self._pending = []
+                asyncio.get_running_loop().call_later(delay, self._release_head, opening)
+            else:
+                self.conn.write(opening)
+                self._open_lanes()
         super().start()
         fault = self.ctx.fault
         if fault is not None and fault.name == "drop_mid" and fault.integer("after") == 0:
@@ -290,6 +290,11 @@ class StreamingResponse(_ResponseBase):
                 head, tail = frame
                 self._lane = (transport.write, transport.is_closing,
                               _size_lines(len(head) + len(tail)), head, _closing(tail))
+
+    def _open_if_held(self) -> None:
+        """A PD decode's head still held (token 1, an error or a fault comes): send it."""
+        if self._pending is not None and self.ctx.decode_leg is not None:
+            self._open_with_timing()
 
     def _open_with_timing(self) -> None:
         """PD decode, token 1 sampled: the head with its Server-Timing, then the lanes."""
@@ -321,6 +326,7 @@ class StreamingResponse(_ResponseBase):
 
     def _stream_error_now(self, fault: FaultSpec) -> None:
         """stream_error;after=0: the error event before any token."""
+        self._open_if_held()
         kind = fault.text("type")
         self._write(chunk(self.shape.error_event(kind, fault.text("message"))) + LAST_CHUNK)
         if not self.seq.done:
@@ -382,8 +388,7 @@ class StreamingResponse(_ResponseBase):
             self.conn.turns.submit(self._finish_ok)
 
     def _on_token_slow(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
-        if self._pending is not None and self.ctx.decode_leg is not None:
-            self._open_with_timing()
+        self._open_if_held()
         if self.fault_name is not None:
             self._on_token_with_fault(seq, scheduled_ns, finished)
             return
@@ -463,6 +468,7 @@ class StreamingResponse(_ResponseBase):
 
     def _break_connection(self) -> None:
         """drop_mid / reset: end the connection mid-body, no terminator."""
+        self._open_if_held()
         if not self.seq.done:
             self.engine.abort(self.seq)
         self._record(INCOMPLETE_STREAM, status=200)
@@ -473,8 +479,7 @@ class StreamingResponse(_ResponseBase):
             self.conn.close()
 
     def on_error(self, seq: Sequence, error: EngineError) -> None:
-        if self._pending is not None and self.ctx.decode_leg is not None:
-            self._open_with_timing()
+        self._open_if_held()
         self._write(chunk(self.shape.error_event(error.error_type, error.message)) + LAST_CHUNK)
         self._record(
             stream_error_outcome(error.error_type), status=200, error_type=error.error_type
