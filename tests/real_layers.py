@@ -118,6 +118,28 @@ def start_vllm_router(worker_urls: Sequence[str], policy: str, workdir: Path,
     return layer
 
 
+def start_vllm_router_pd(prefill_url: str, decode_url: str, workdir: Path,
+                         name: str = "vllm-router-pd") -> RealLayer:
+    """vllm-router in its prefill/decode mode (`--vllm-pd-disaggregation`, the NIXL
+    connector's protocol: the prefill leg, then the decode leg with the prefill's
+    kv_transfer_params) over one prefill and one decode instance."""
+    executable = find_vllm_router()
+    if executable is None:
+        raise LayerStartError("vllm-router not found: pip install vllm-router "
+                              "(the project's `layers` extra)")
+    port, metrics_port = free_port(), free_port()
+    args = [executable, "--host", "127.0.0.1", "--port", str(port),
+            "--vllm-pd-disaggregation", "--prefill", prefill_url, "--decode", decode_url,
+            "--policy", "round_robin", "--kv-connector", "nixl",
+            "--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)]
+    log_path = workdir / f"{name}.log"
+    process = _spawn(args, log_path, env_extra={"NO_COLOR": "1", "RUST_LOG_STYLE": "never"})
+    layer = RealLayer(name, f"http://127.0.0.1:{port}", process, log_path,
+                      metrics_url=f"http://127.0.0.1:{metrics_port}/metrics")
+    _wait_ready(layer)
+    return layer
+
+
 def nginx_config(upstreams: Sequence[str], port: int, workdir: Path, mode: str) -> str:
     """An nginx configuration: a keep-alive upstream over `upstreams` (nginx's round
     robin), listening on loopback `port`, proxy_buffering off.

@@ -216,3 +216,22 @@ def test_abort_frees_blocks() -> None:
     engine.abort(seq)
     assert engine.pool.used_blocks == 0 and not engine.running
     assert engine.simulate_step(10**9) is None
+
+
+def test_a_pd_decode_sequence_computes_only_its_prompts_last_token() -> None:
+    engine, sink = make_engine(), Collector()
+    seq = Sequence(request_id="d", prompt_tokens=4000, target_output=3, max_tokens=3,
+                   sink=sink, arrival_ns=0, remote_kv_tokens=3999)
+    engine.submit(seq)
+    plan = engine.plan_step(0)
+    assert plan is not None
+    assert [(s.request_id, context, new) for s, context, new in plan.batch] == [("d", 3999, 1)]
+    assert plan.cost_s == pytest.approx(engine.step_cost.decode_s(1, 3999), rel=0.05)
+    assert plan.cost_s < engine.step_cost.prefill_s(4000) / 5
+    engine.finish_step(plan)
+    assert len(sink.times["d"]) == 1  # token 1 at the first step's end
+    assert seq.num_cached == 0  # transferred KV is not a prefix-cache hit
+    assert engine.stats.prefix_cache_hits_total == 0
+    run_until_idle(engine, plan.end_ns)
+    assert "d" in sink.finished
+    assert engine.pool.free_blocks == engine.pool.num_blocks

@@ -33,6 +33,7 @@ from zerohop.analysis.load_shape import WorkloadLoad, workload_loads
 from zerohop.analysis.lora_adapters import summarise_adapters
 from zerohop.analysis.measured_window import MeasuredWindow
 from zerohop.analysis.microbench import summarise_microbench
+from zerohop.analysis.pd_split import pd_split
 from zerohop.analysis.policy import summarise_policy
 from zerohop.analysis.prefill import PrefillFit, fit_prefill
 from zerohop.analysis.probe import summarise_probe
@@ -301,6 +302,7 @@ def _legend_labels(lane: Lane) -> dict[str, str]:
 
 # --- the built-in sections' analyses (their pages: report/sections.py) ---------------
 register_section_analysis("budget", lambda run, _: time_budget(run.requests, run.telemetry))
+register_section_analysis("pd_split", lambda run, _: pd_split(run.requests))
 register_section_analysis("adapters", lambda run, _: summarise_adapters(run.requests))
 register_section_analysis(
     "policy", lambda run, inputs: summarise_policy(run.requests, inputs.settings.window_s))

@@ -32,6 +32,7 @@ from zerohop.report.present_adapters import adapter_rows
 from zerohop.report.present_budget import budget_section
 from zerohop.report.present_energy import energy_section
 from zerohop.report.present_microbench import microbench_section
+from zerohop.report.present_pd_split import pd_split_section
 from zerohop.report.present_policy import policy_section
 from zerohop.report.present_probe import probe_section
 from zerohop.report.present_sessions import session_section
@@ -136,6 +137,9 @@ def _policy(summary: Any, _: RunAnalysis, charts: list[Chart]) -> dict[str, Any]
 register_section(ReportSection(
     name="budget", place="headline", order=10, template="_time_budget.html.j2",
     present=lambda budget, _, __: budget_section(budget)))
+register_section(ReportSection(
+    name="pd_split", place="headline", order=11, template="_pd_split.html.j2",
+    present=lambda split, _, __: pd_split_section(split)))
 register_section(ReportSection(
     name="adapters", place="body", order=10, template="_adapters.html.j2",
     present=lambda adapters, _, __: adapter_rows(adapters), anchor="adapters",

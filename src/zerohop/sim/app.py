@@ -32,6 +32,7 @@ from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from zerohop.sim.metrics import render_metrics
+from zerohop.sim.pd_roles import DECODE_ROLE, PREFILL_ROLE, DecodeLeg, PrefillLeg, is_prefill_leg
 from zerohop.sim.pooling import POOLING_PATHS, serve_pooling
 from zerohop.sim.prefix_cache import peek_cached_tokens, request_block_hashes
 from zerohop.sim.responses_shape import responses_messages
@@ -110,6 +111,7 @@ class SimApp:
         # who answered: set to the listening address once bound (`serve`), and sent on
         # every generation reply, so a router's choices are seen per request, not inferred
         self.replica_header: tuple[bytes, bytes] | None = None
+        self.bound_port = config.port  # the listening port once bound (`serve`)
 
     # --- lifecycle -------------------------------------------------------------------
     async def start(self) -> None:
@@ -310,6 +312,7 @@ class SimApp:
             emission_lag=self.emission_lag,
             keep_token_lags=self.config.ground_truth_token_lags,
             extra_headers=extra_headers,
+            **self._pd_legs(body, engine, prompt_tokens, stream),
         )
         seq_args = {
             "request_id": request_id,
@@ -322,6 +325,21 @@ class SimApp:
         }
         response = (StreamingResponse if stream else BufferedResponse)(ctx, seq_args)
         response.start()
+
+    def _pd_legs(self, body: dict[str, Any], engine: Engine, prompt_tokens: int,
+                 stream: bool) -> dict[str, Any]:
+        """A PD instance's part in the request (sim.pd_roles); none for a request
+        without kv_transfer_params, which a PD instance serves as a plain one."""
+        pd = self.config.pd
+        if pd.role == PREFILL_ROLE and not stream and is_prefill_leg(body):
+            return {"prefill_leg": PrefillLeg(self._id_prefix, self.config.host,
+                                              self.bound_port)}
+        if pd.role == DECODE_ROLE:
+            leg = DecodeLeg.from_body(body, prompt_tokens, engine.model.kv_bytes_per_token,
+                                      pd.kv_bandwidth_gbps, pd.kv_latency_ms)
+            if leg is not None:
+                return {"decode_leg": leg}
+        return {}
 
     def _check_auth(self, request: HttpRequest, api: str) -> None:
         key = self.config.api_key
@@ -490,6 +508,7 @@ async def serve(
     server, port = await listen(app, config.host, config.port, port_file)
     name = f"{config.host}:{port}".encode("latin-1", "replace")
     app.replica_header = (REPLICA_HEADER.encode(), name)
+    app.bound_port = port
     print(f"zerohop-sim listening on http://{config.host}:{port}", flush=True)
     if ready is not None and not ready.done():
         ready.set_result(port)

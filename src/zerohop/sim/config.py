@@ -21,6 +21,7 @@ A config file looks like::
     reasoning: {share: 0.3, tokens: 512, sigma: 0.5}   # a reasoning model (answer_plan.py)
     tool_calls: {probability: 0.5, argument_tokens: 12}  # for requests that offer tools
     structured_output: {invalid_share: 0.1}  # JSON-schema requests answered with bare words
+    pd: {role: decode, kv_bandwidth_gbps: 50, kv_latency_ms: 0.5}  # sim.pd_roles
 
 Each served model gets its own engine (its own simulated GPUs). Without `models` the
 sim serves one model built from `--gpu/--model/--tp`.
@@ -30,12 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from zerohop.sim.ground_truth import KEEP_IN_MEMORY
+from zerohop.sim.pd_roles import DEFAULT_KV_BANDWIDTH_GBPS, DEFAULT_KV_LATENCY_MS
 from zerohop.sim.profiles import load_profiles
 
 
@@ -194,6 +196,19 @@ class StructuredOutputConfig(StrictModel):
     )
 
 
+class PdConfig(StrictModel):
+    """Prefill/decode disaggregation (sim.pd_roles): this instance's role and the
+    modelled KV transfer a decode instance waits for."""
+
+    role: Literal["prefill", "decode"] | None = Field(
+        default=None, description="prefill | decode; None: a plain instance")
+    kv_bandwidth_gbps: float = Field(
+        default=DEFAULT_KV_BANDWIDTH_GBPS, gt=0,
+        description="The KV link's bandwidth, GB/s (1e9 B/s)")
+    kv_latency_ms: float = Field(
+        default=DEFAULT_KV_LATENCY_MS, ge=0, description="Fixed cost of each KV pull, ms")
+
+
 class SimConfig(StrictModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
@@ -207,6 +222,7 @@ class SimConfig(StrictModel):
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     tool_calls: ToolCallConfig = Field(default_factory=ToolCallConfig)
     structured_output: StructuredOutputConfig = Field(default_factory=StructuredOutputConfig)
+    pd: PdConfig = Field(default_factory=PdConfig)
     ground_truth: Path | None = None
     ground_truth_token_lags: bool = Field(
         default=False,
@@ -300,6 +316,9 @@ _NESTED_FLAGS = {
     "reasoning_tokens": ("reasoning", "tokens"),
     "tool_call_probability": ("tool_calls", "probability"),
     "invalid_json_share": ("structured_output", "invalid_share"),
+    "pd_role": ("pd", "role"),
+    "kv_bandwidth_gbps": ("pd", "kv_bandwidth_gbps"),
+    "kv_latency_ms": ("pd", "kv_latency_ms"),
 }
 _ENGINE_FLAGS = {
     "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks", "time_scale",

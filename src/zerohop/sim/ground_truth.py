@@ -15,7 +15,10 @@ client should classify it), http_status, error_type, finish_reason, fault,
 server_ttft_ms (first_token_ts - arrival_ts), server_e2e_ms, queue_ms, preemptions,
 max_emission_lag_ms, emit_lag_ms ({mean, p50, p99, max} or, with token lags enabled,
 the list of every token's lag), token_ts (with token lags enabled: every token's write
-time, for checking a client's inter-token latencies token by token).
+time, for checking a client's inter-token latencies token by token). A prefill/decode
+instance (sim.pd_roles) adds pd_role and, on the prefill leg, prefill_ms; on the decode
+leg kv_transfer_ms, kv_bytes, prefill_request_id, prefill_queue_ms, prefill_ms (as the
+prefill sent them), decode_queue_ms and first_decode_ms.
 """
 
 from __future__ import annotations

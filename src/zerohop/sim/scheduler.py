@@ -9,7 +9,9 @@ Each step schedules like vLLM V1:
 2. then, if nothing was preempted, waiting sequences are admitted (FCFS) while the
    token budget, `max_num_seqs`, free KV blocks and LoRA slots allow. With prefix
    caching, an admitted sequence first takes the cached blocks of its prompt's longest
-   cached prefix (`prefix_cache.PrefixCache`) and computes only the rest.
+   cached prefix (`prefix_cache.PrefixCache`) and computes only the rest. A PD decode
+   sequence (`sim.pd_roles`) is admitted with its transferred prompt KV present and
+   computes only the prompt's last token (unless preempted: then it recomputes).
 
 With a modelled draft (`spec_decode.DraftModel`), a decode step also hands out the
 drafts it accepted, right after the step's own token.
@@ -168,7 +170,9 @@ class Scheduler:
                 continue
             # a waiting sequence holds no blocks and has nothing computed
             hit = cache.match(seq.block_hashes, seq.prompt_tokens) if cache else 0
-            cached = hit * pool.block_size
+            cached = local_hit = hit * pool.block_size
+            if seq.remote_kv_tokens and not seq.preemptions:  # PD decode: KV transferred
+                cached = max(cached, seq.remote_kv_tokens)
             new = min(seq.prompt_tokens + seq.num_output - cached, budget)
             if cache is not None:
                 fits = cache.allocate(seq, hit, cached + new)
@@ -192,10 +196,10 @@ class Scheduler:
             seq.num_computed = cached
             if cache is not None and not seq.preemptions:  # vLLM counts recomputes apart
                 self.stats.prefix_cache_queries_total += seq.prompt_tokens
-                self.stats.prefix_cache_hits_total += cached
+                self.stats.prefix_cache_hits_total += local_hit
             if seq.first_scheduled_ns is None:
                 seq.first_scheduled_ns = now_ns
-                seq.num_cached = cached
+                seq.num_cached = local_hit
             self.running.append(seq)
             batch.append((seq, seq.num_computed, new))
             budget -= new

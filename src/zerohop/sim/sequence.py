@@ -89,6 +89,7 @@ class Sequence:
     cache_refs: list[int] = field(default_factory=list)  # the cached blocks it holds
     blocks_hashed: int = 0  # leading prompt blocks the prefix cache has seen
     num_cached: int = 0  # prompt tokens the prefix cache gave at its first scheduling
+    remote_kv_tokens: int = 0  # PD decode: prompt tokens whose KV came from the prefill
     done: bool = False
     finish_reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)

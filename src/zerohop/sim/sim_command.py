@@ -94,6 +94,25 @@ from zerohop.sim.http_server import run_server
     "default 0.7).",
 )
 @click.option(
+    "--pd-role",
+    type=click.Choice(["prefill", "decode"]),
+    default=None,
+    help="Prefill/decode disaggregation: serve as a prefill or a decode instance behind "
+    "a PD router (requests without kv_transfer_params are served as by a plain instance).",
+)
+@click.option(
+    "--kv-bandwidth-gbps",
+    type=float,
+    default=None,
+    help="PD decode: the modelled KV link's bandwidth, GB/s (default 50).",
+)
+@click.option(
+    "--kv-latency-ms",
+    type=float,
+    default=None,
+    help="PD decode: the modelled KV pull's fixed latency, ms (default 0.5).",
+)
+@click.option(
     "--time-scale",
     type=float,
     default=None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from zerohop.sim.faults import FaultSpec
 from zerohop.sim.ground_truth import GroundTruthLog
 from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import LAST_CHUNK, HttpConnection, HttpRequest, chunk
+from zerohop.sim.pd_roles import DecodeLeg, PrefillLeg, prefill_ground_truth
 from zerohop.sim.sequence import NULL_SINK, EngineError, PreparedWrite, Sequence
 from zerohop.sim.tokens import WORD_PIECE_BYTES, generated_text
 
@@ -70,6 +72,8 @@ class ResponseContext:
     emission_lag: LagRecorder
     keep_token_lags: bool
     extra_headers: list[tuple[bytes, bytes]]
+    prefill_leg: PrefillLeg | None = None  # PD prefill: answer with kv_transfer_params
+    decode_leg: DecodeLeg | None = None  # PD decode: the KV arrives, then decode
 
 
 class _ResponseBase:
@@ -103,7 +107,26 @@ class _ResponseBase:
 
     def start(self) -> None:
         self.conn.on_lost = self._client_gone
-        self.engine.submit(self.seq)
+        leg = self.ctx.decode_leg
+        if leg is None:
+            self.engine.submit(self.seq)
+            return
+        # PD decode: the prompt's KV (all but its last token, which the first step
+        # computes) is pulled first; the sequence joins the queue when it is here
+        self.seq.remote_kv_tokens = max(0, self.seq.prompt_tokens - 1)
+        asyncio.get_running_loop().call_at(
+            _loop_time_at(self.seq.arrival_ns + leg.transfer_ns), self._kv_arrived)
+
+    def _kv_arrived(self) -> None:
+        if not self.seq.done:
+            self.engine.submit(self.seq)
+
+    def _server_timing(self) -> list[tuple[bytes, bytes]]:
+        """The reply's headers, with the PD decode's Server-Timing once it is known."""
+        leg = self.ctx.decode_leg
+        if leg is None:
+            return self.ctx.extra_headers
+        return [*self.ctx.extra_headers, (b"server-timing", leg.server_timing(self.seq))]
 
     def prepare_token(self, seq: Sequence, finished: bool) -> PreparedWrite | None:
         return None
@@ -171,8 +194,7 @@ class _ResponseBase:
             lags = None
         completion = seq.num_output if completion_tokens is None else completion_tokens
         answer = self.shape.answer
-        gt.add(
-            {
+        record = {
                 "request_id": self.ctx.request_id,
                 "api": self.shape.api,
                 "model": self.ctx.model_name,
@@ -201,8 +223,12 @@ class _ResponseBase:
                 "emit_lag_ms": lags,
                 "token_ts": (None if self.token_writes_ns is None
                              else [gt.wall_s(ns) for ns in self.token_writes_ns]),
-            }
-        )
+        }
+        if self.ctx.decode_leg is not None:
+            record.update(self.ctx.decode_leg.ground_truth(seq))
+        elif self.ctx.prefill_leg is not None:
+            record.update(prefill_ground_truth(seq))
+        gt.add(record)
 
 
 class StreamingResponse(_ResponseBase):
@@ -231,29 +257,51 @@ class StreamingResponse(_ResponseBase):
         self._pending: list[bytes] | None = None
 
     def start(self) -> None:
-        head = self.conn.start_chunked(200, self.shape.content_type, self.ctx.extra_headers)
-        events = self.shape.head_events()
-        opening = head + (chunk(events) if events else b"")
-        if self.fault_name == "slow_headers":
-            delay = self.ctx.fault.number("s") if self.ctx.fault else 0.0
+        if self.ctx.decode_leg is not None:
+            # PD decode: the head carries Server-Timing with this side's queue and first
+            # step, known when token 1 is: it goes with token 1 (`_open_with_timing`)
             self._pending = []
-            asyncio.get_running_loop().call_later(delay, self._release_head, opening)
         else:
-            self.conn.write(opening)
-            transport = self.conn.transport
-            if self.fault_name is None and transport is not None:
-                self._socket = (transport.write, transport.is_closing)
-                frame = self.shape.token_frame()
-                if frame is not None:
-                    head, tail = frame
-                    self._lane = (transport.write, transport.is_closing,
-                                  _size_lines(len(head) + len(tail)), head, _closing(tail))
+            head = self.conn.start_chunked(200, self.shape.content_type,
+                                           self.ctx.extra_headers)
+            events = self.shape.head_events()
+            opening = head + (chunk(events) if events else b"")
+            if self.fault_name == "slow_headers":
+                delay = self.ctx.fault.number("s") if self.ctx.fault else 0.0
+                self._pending = []
+                asyncio.get_running_loop().call_later(delay, self._release_head, opening)
+            else:
+                self.conn.write(opening)
+                self._open_lanes()
         super().start()
         fault = self.ctx.fault
         if fault is not None and fault.name == "drop_mid" and fault.integer("after") == 0:
             self._break_connection()
         elif fault is not None and fault.name == "stream_error" and fault.integer("after") == 0:
             self._stream_error_now(fault)
+
+    def _open_lanes(self) -> None:
+        """The head is out: a healthy stream's tokens may take the hot path."""
+        transport = self.conn.transport
+        if self.fault_name is None and transport is not None:
+            self._socket = (transport.write, transport.is_closing)
+            frame = self.shape.token_frame()
+            if frame is not None:
+                head, tail = frame
+                self._lane = (transport.write, transport.is_closing,
+                              _size_lines(len(head) + len(tail)), head, _closing(tail))
+
+    def _open_if_held(self) -> None:
+        """A PD decode's head still held (token 1, an error or a fault comes): send it."""
+        if self._pending is not None and self.ctx.decode_leg is not None:
+            self._open_with_timing()
+
+    def _open_with_timing(self) -> None:
+        """PD decode, token 1 sampled: the head with its Server-Timing, then the lanes."""
+        head = self.conn.start_chunked(200, self.shape.content_type, self._server_timing())
+        events = self.shape.head_events()
+        self._release_head(head + (chunk(events) if events else b""))
+        self._open_lanes()
 
     def _piece(self, index: int) -> bytes:
         return WORD_PIECE_BYTES[(self.offset + index) % _N_PIECES]
@@ -278,6 +326,7 @@ class StreamingResponse(_ResponseBase):
 
     def _stream_error_now(self, fault: FaultSpec) -> None:
         """stream_error;after=0: the error event before any token."""
+        self._open_if_held()
         kind = fault.text("type")
         self._write(chunk(self.shape.error_event(kind, fault.text("message"))) + LAST_CHUNK)
         if not self.seq.done:
@@ -339,6 +388,7 @@ class StreamingResponse(_ResponseBase):
             self.conn.turns.submit(self._finish_ok)
 
     def _on_token_slow(self, seq: Sequence, scheduled_ns: int, finished: bool) -> None:
+        self._open_if_held()
         if self.fault_name is not None:
             self._on_token_with_fault(seq, scheduled_ns, finished)
             return
@@ -418,6 +468,7 @@ class StreamingResponse(_ResponseBase):
 
     def _break_connection(self) -> None:
         """drop_mid / reset: end the connection mid-body, no terminator."""
+        self._open_if_held()
         if not self.seq.done:
             self.engine.abort(self.seq)
         self._record(INCOMPLETE_STREAM, status=200)
@@ -428,6 +479,7 @@ class StreamingResponse(_ResponseBase):
             self.conn.close()
 
     def on_error(self, seq: Sequence, error: EngineError) -> None:
+        self._open_if_held()
         self._write(chunk(self.shape.error_event(error.error_type, error.message)) + LAST_CHUNK)
         self._record(
             stream_error_outcome(error.error_type), status=200, error_type=error.error_type
@@ -472,9 +524,12 @@ class BufferedResponse(_ResponseBase):
             else:
                 self.conn.close()
             return
+        if self.ctx.prefill_leg is not None:
+            body = _with_kv_transfer_params(body, self.ctx.prefill_leg.kv_transfer_params(
+                seq, self.engine.pool.block_size))
         if name in ("invalid_json", "malformed_sse"):
             body = body[: len(body) // 2]
-        self.conn.send(200, body, extra_headers=self.ctx.extra_headers)
+        self.conn.send(200, body, extra_headers=self._server_timing())
         self._note_write(scheduled_ns)
         broken = name in ("invalid_json", "malformed_sse")
         self._record(PROTOCOL_ERROR if broken else OK, status=200)
@@ -483,6 +538,18 @@ class BufferedResponse(_ResponseBase):
         body = error_body(self.shape.api, error.status, error.message, error.error_type)
         self.conn.send(error.status, body, extra_headers=self.ctx.extra_headers)
         self._record(f"http_{error.status}", status=error.status, error_type=error.error_type)
+
+
+def _with_kv_transfer_params(body: bytes, params: dict[str, Any]) -> bytes:
+    """A PD prefill's answer: its JSON body with top-level `kv_transfer_params`."""
+    document = json.loads(body)
+    document["kv_transfer_params"] = params
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def _loop_time_at(perf_ns: int) -> float:
+    """The event loop's clock reading at `perf_counter_ns` time `perf_ns`."""
+    return asyncio.get_running_loop().time() + (perf_ns - _clock()) / 1e9
 
 
 def _ms(later_ns: int | None, earlier_ns: int) -> float | None:
