@@ -8,13 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from zerohop.analysis.pd_split import (
-    pd_frame,
-    pd_parts_ms,
-    pd_request_id,
-    pd_split,
-    server_timing_entries,
-)
+from zerohop.analysis.pd_split import pd_frame, pd_parts_ms, pd_request_id, pd_split
+from zerohop.analysis.server_timing import server_timing_entries
 
 pytestmark = pytest.mark.unit
 

@@ -17,7 +17,8 @@ from zerohop.analysis.engine_phases import (
     matched_to_mean,
     phase_shares,
 )
-from zerohop.analysis.time_budget import server_timing_ms, time_budget
+from zerohop.analysis.server_timing import server_timing_ms
+from zerohop.analysis.time_budget import time_budget
 
 pytestmark = pytest.mark.unit
 

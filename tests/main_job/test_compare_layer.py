@@ -22,7 +22,7 @@ def test_interleaved_compare_layer_prices_a_5ms_layer_in_one_run(tmp_path: Path)
     the layer's own `Server-Timing` time, less 0.5 ms, to it plus 3 ms of hop."""
     import pandas as pd
 
-    from zerohop.analysis.time_budget import server_timing_ms
+    from zerohop.analysis.server_timing import server_timing_ms
 
     wl = tmp_path / "flood.yaml"
     wl.write_text(FLOOD)

@@ -117,7 +117,7 @@ def test_compare_layer_prices_a_5ms_layer(tmp_path: Path) -> None:
     The wait itself is the floor on every machine."""
     import pandas as pd
 
-    from zerohop.analysis.time_budget import server_timing_ms
+    from zerohop.analysis.server_timing import server_timing_ms
 
     wl = tmp_path / "flood.yaml"
     wl.write_text("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 8\n"

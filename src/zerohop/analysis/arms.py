@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +26,12 @@ import pandas as pd
 from zerohop.analysis.compare import CompareSettings, Comparison, LayerBudget, compare_runs
 from zerohop.analysis.measured_window import measured_window
 from zerohop.analysis.run_data import ItlColumn, RunData
+from zerohop.analysis.server_timing import server_timing_desc
 from zerohop.analysis.slo import good_mask, parse_slos
 from zerohop.analysis.summary import ALL_WORKLOADS
 from zerohop.analysis.timeseries import request_start_ts
 
 BASE_ARM = "direct"
-_ROUTE = re.compile(r'(?:^|,)\s*route\s*;[^,]*?desc="?([^",;]*)')
 
 
 @dataclass(frozen=True)
@@ -198,9 +197,9 @@ def arm_figures(view: RunData, arm: str) -> ArmFigures:
 def _routes(frame: pd.DataFrame) -> dict[str, int]:
     counts: dict[str, int] = {}
     for value in frame["server_timing"].dropna():
-        match = _ROUTE.search(str(value))
-        if match:
-            counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+        route = server_timing_desc(str(value), "route")
+        if route:
+            counts[route] = counts.get(route, 0) + 1
     return dict(sorted(counts.items()))
 
 

@@ -17,26 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from zerohop.analysis.server_timing import server_timing_desc, server_timing_entries
+
 PD_PARTS: tuple[str, ...] = ("prefill_queue", "prefill", "kv_transfer", "decode_queue",
                              "first_decode")
 REMAINDER = "remainder"
 PD_ID_ENTRY = "pd"
-
-
-def server_timing_entries(value: str | None) -> dict[str, dict[str, str]]:
-    """W3C Server-Timing (`name;dur=ms;desc="..."`, comma-separated) → name → params
-    (values unquoted); the first entry of a name wins."""
-    entries: dict[str, dict[str, str]] = {}
-    for entry in (value or "").split(","):
-        parts = [p.strip() for p in entry.split(";")]
-        if not parts[0] or parts[0] in entries:
-            continue
-        params = {}
-        for param in parts[1:]:
-            key, _, raw = param.partition("=")
-            params[key.strip().lower()] = raw.strip().strip('"')
-        entries[parts[0]] = params
-    return entries
 
 
 def pd_parts_ms(value: str | None) -> dict[str, float] | None:
@@ -60,8 +46,7 @@ def pd_parts_ms(value: str | None) -> dict[str, float] | None:
 def pd_request_id(value: str | None) -> str | None:
     """The prefill leg's request id (`pd;desc="..."`), the key of both instances'
     ground truth behind a router that gives both legs one id."""
-    desc = server_timing_entries(value).get(PD_ID_ENTRY, {}).get("desc")
-    return desc or None
+    return server_timing_desc(value, PD_ID_ENTRY)
 
 
 def pd_frame(requests: pd.DataFrame) -> pd.DataFrame:

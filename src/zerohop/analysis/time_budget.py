@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from zerohop.analysis.engine_phases import phase_shares
+from zerohop.analysis.server_timing import server_timing_ms
 
 BANDS: tuple[tuple[str, float, float], ...] = (
     ("p50", 0.40, 0.60), ("p90", 0.85, 0.95), ("p99", 0.98, 1.0),
@@ -165,23 +166,6 @@ def _layer_ms(header: object) -> float:
     """`layer;dur=5.1, route;desc="r1"` → 5.1; NaN when absent."""
     dur = server_timing_ms(header, "layer") if isinstance(header, str) else None
     return math.nan if dur is None else dur
-
-
-def server_timing_ms(value: str | None, name: str) -> float | None:
-    """The `dur` of entry `name` in a Server-Timing header (W3C: `name;dur=ms;desc=...`,
-    entries comma-separated); None when absent or unreadable."""
-    for entry in (value or "").split(","):
-        parts = [p.strip() for p in entry.split(";")]
-        if parts[0] != name:
-            continue
-        for param in parts[1:]:
-            key, _, raw = param.partition("=")
-            if key.strip().lower() == "dur":
-                try:
-                    return float(raw.strip().strip('"'))
-                except ValueError:
-                    return None
-    return None
 
 
 def _bands(latency: np.ndarray, rows: np.ndarray, metric: str,
