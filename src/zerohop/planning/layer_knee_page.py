@@ -28,7 +28,7 @@ def layers_context(points: Sequence[Any], knee: Mapping[str, Any], unit: str
     charts = []
     for index, (arm, knees) in enumerate((knee.get("layers") or {}).items()):
         chart_id = f"chart-layer-{index}"
-        charts.append(_chart(chart_id, arm, ordered, metric, unit))
+        charts.append(_chart(chart_id, arm, ordered, metric, unit, knees))
         layers.append({
             "arm": arm, "chart_id": chart_id,
             "knees": [_knee_row(knees[stat], unit) for stat in KNEE_STATS if stat in knees],
@@ -44,7 +44,10 @@ def layers_context(points: Sequence[Any], knee: Mapping[str, Any], unit: str
     return context, charts
 
 
-def _chart(chart_id: str, arm: str, points: Sequence[Any], metric: str, unit: str) -> Chart:
+def _chart(chart_id: str, arm: str, points: Sequence[Any], metric: str, unit: str,
+           knees: Mapping[str, Any]) -> Chart:
+    """Cost at p50 and p99 against load, each with its interval (dashed), and a mark at
+    each percentile's knee."""
     x = np.array([p.load for p in points], dtype=float)
     series = []
     for stat in KNEE_STATS:
@@ -58,6 +61,11 @@ def _chart(chart_id: str, arm: str, points: Sequence[Any], metric: str, unit: st
         series.append(Series(f"{stat} cost", np.array(values)))
         series.append(Series(f"{stat} 95% low", np.array(lows), "dashed"))
         series.append(Series(f"{stat} 95% high", np.array(highs), "dashed"))
+        knee_rate = (knees.get(stat) or {}).get("rate")
+        if knee_rate is not None:
+            mark = [v if p.load == knee_rate else float("nan") for p, v in
+                    zip(points, values, strict=True)]
+            series.append(Series(f"{stat} knee", np.array(mark), "points"))
     return Chart(chart_id=chart_id, title=f"{arm}: added latency vs load (ms)", kind="xy",
                  x=x, series=series, x_label=unit, y_label="ms", y_min_zero=False)
 
