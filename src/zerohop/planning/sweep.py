@@ -403,7 +403,8 @@ def write_index(
 ) -> Path:
     base = plan.base
     saturation = saturation_summary(points)
-    index = {
+    knee = layer_knee_of(points) if plan.layers is not None else None
+    index: dict[str, Any] = {
         "schema": INDEX_SCHEMA,
         "schema_version": INDEX_SCHEMA_VERSION,
         "name": base.name,
@@ -426,11 +427,11 @@ def write_index(
     if plan.layers is not None:
         index["layers"] = {"urls": plan.layers.layer_urls, "control": plan.layers.control,
                            "pids": plan.layer_pids}
-        index["layer_knee"] = layer_knee_of(points)
+        index["layer_knee"] = knee
     # the target's options may hold a key (`--sim-args "--api-key …"`), as the manifest's do
     path = _write_json(sweep_dir / INDEX_FILE, redact(index, known_secrets()))
     write_sweep_page(sweep_dir, base.name, plan.mode, points, saturation,  # beside its data
-                     finished=finished, layer_knee=index.get("layer_knee"))
+                     finished=finished, layer_knee=knee)
     return path
 
 
