@@ -78,6 +78,7 @@ def test_p99_has_its_own_knee_and_cpu_and_saturation_are_read_there() -> None:
     router = knees["layers"]["router"]
     assert router["p99"]["rate"] == 20 and router["p50"]["rate"] == 40
     assert router["p99"]["process"]["cpu_pct_mean"] == 11.0
+    assert router["p99"]["layer_rps"] is None  # no arm figures: the share is unknown
     assert router["p99"]["engines_saturated"] is False
     assert router["p50"]["engines_saturated"] is True
     assert knees["threshold_ms"] == KNEE_GROWTH_MS
@@ -92,3 +93,15 @@ def test_process_figures_keep_the_load_window_only() -> None:
     assert figures == {"cpu_pct_mean": 20.0, "cpu_pct_max": 30.0, "rss_bytes_max": 300,
                        "samples": 2}
     assert process_figures([], 0, 1)["cpu_pct_mean"] is None
+
+
+def test_the_layer_rate_is_its_arms_share_of_the_offered_rate() -> None:
+    def point(rate: float, cost: float) -> dict:
+        arms = summary({"router": ({"p50": cost, "p99": cost},
+                                   {"p50": [cost - 1, cost + 1], "p99": [cost - 1, cost + 1]})})
+        arms["arms"] = {"direct": {"requests": 60}, "control": {"requests": 60},
+                        "router": {"requests": 60}}
+        return {"load": rate, "arms": arms, "engines_saturated": False}
+
+    knee = layer_knees([point(10, 1.0), point(30, 20.0)])["layers"]["router"]["p50"]
+    assert (knee["rate"], knee["layer_rps"]) == (30.0, 10.0)

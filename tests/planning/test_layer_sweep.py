@@ -86,7 +86,8 @@ def test_the_page_section_shows_the_knee_cpu_saturation_and_routes_escaped(
     knee = layer_knee_of(points)
     context, charts = layers_context(points, knee, "req/s")
     layer = context["layers"][0]
-    assert [k["knee"] for k in layer["knees"]] == ["40 req/s", "40 req/s"]
+    assert [k["knee"] for k in layer["knees"]] == \
+        ["40 req/s offered (20 req/s through the layer)"] * 2  # half the requests direct
     assert layer["knees"][0]["cpu"] == "80.0 %"  # 2 × 40 req/s, the synthetic CPU
     assert [r["engines"] for r in layer["rows"]] == ["no", "no", "no", "yes"]
     assert len(charts) == 1 and [s.label for s in charts[0].series][-1] == "p99 knee"
@@ -110,12 +111,14 @@ def test_no_knee_within_the_rates_tried_is_said(tmp_path: Path) -> None:
 def test_measured_knee_is_a_layer_limit_with_its_rate_and_cpu() -> None:
     knees = measured_knees(layer_knee_of(layer_points(knee_at=40.0)))
     router = knees["router"]
-    assert (router.knee_rps, router.cpu_pct, router.engines_saturated) == (40.0, 80.0, False)
+    # the offered rate counts both arms; the router carried its half
+    assert (router.offered_rps, router.knee_rps) == (40.0, 20.0)
+    assert (router.cpu_pct, router.engines_saturated) == (80.0, False)
     limit, = layer_limits(Forecast(peak_qps=100, layer_knees={"router": router.knee_rps},
                                    measured_layers=knees), 10.0)
-    assert limit.measured == router and limit.instances == 3
-    assert "measured: p50 cost grew at 40 req/s, layer CPU 80.0 % of a core" in \
-        limit.describe()
+    assert limit.measured == router and limit.instances == 6
+    assert ("measured: p50 cost grew at 40 req/s offered, 20 through the layer, layer CPU "
+            "80.0 % of a core there") in limit.describe()
 
 
 def sweep_with_knee(tmp_path: Path) -> Path:
@@ -137,10 +140,10 @@ def test_capacity_reads_the_measured_knee_and_a_manual_layer_overrides_it(
     result = runner.invoke(cli, ["capacity", str(folder), "--slo", "ttft_p99_ms=500",
                                  "--traffic", "50"])
     assert result.exit_code == 0, result.output
-    assert "layer router: knee 20 req/s per instance (measured: p50 cost grew at 20 " \
-        "req/s, layer CPU 40.0 % of a core there)" in result.output
+    assert "layer router: knee 10 req/s per instance (measured: p50 cost grew at 20 " \
+        "req/s offered, 10 through the layer, layer CPU 40.0 % of a core there)" in result.output
     plan = json.loads((folder / "capacity.json").read_text())
-    assert plan["layers"][0]["measured"]["knee_rps"] == 20.0
+    assert plan["layers"][0]["measured"]["knee_rps"] == 10.0
     manual = runner.invoke(cli, ["capacity", str(folder), "--slo", "ttft_p99_ms=500",
                                  "--layer", "router=70"])
     assert manual.exit_code == 0, manual.output

@@ -32,6 +32,6 @@ def test_layers_section_is_visible_and_fits_1400_px(tmp_path: Path) -> None:
     assert events.errors == [] and events.dialogs == []
     assert scroll <= client == 1400
     assert visible
-    assert "40 req/s" in text and "80.0 %" in text  # the knee and the layer's CPU there
+    assert "40 req/s offered" in text and "80.0 %" in text  # the knee, the layer's CPU there
     assert HOSTILE in text  # the arm and replica names as text, never run
     assert len(ink) == 1 and blank_charts(ink) == {}

@@ -117,13 +117,30 @@ def layer_knees(points: Sequence[Mapping[str, Any]],
         for stat in KNEE_STATS:
             knee = find_knee(costs_of(points, arm, stat), stat, threshold_ms)
             at = by_rate.get(knee.rate) if knee.rate is not None else None
+            share = arm_share(at.get("arms") or {}, arm) if at else None
             knees[stat] = {
                 **asdict(knee), "text": knee.describe(),
+                # the rate the layer itself carried there: its arm's share of the offered
+                "layer_rps": (round(knee.rate * share, 4)
+                              if knee.rate is not None and share is not None else None),
                 "process": ((at.get("processes") or {}).get(arm)) if at else None,
                 "engines_saturated": bool(at.get("engines_saturated")) if at else None,
             }
         layers[arm] = knees
     return {"metric": KNEE_METRIC, "threshold_ms": threshold_ms, "layers": layers}
+
+
+def arm_share(summary: Mapping[str, Any], arm: str) -> float | None:
+    """The share of the run's requests sent through `arm` (the arms are chosen at
+    random per request, so it is also its share of the offered rate); None unknown."""
+    figures = summary.get("arms") or {}
+    counts: dict[str, float] = {
+        str(name): float(f["requests"]) for name, f in figures.items()
+        if isinstance(f, Mapping) and isinstance(f.get("requests"), int | float)}
+    total = sum(counts.values())
+    if arm not in counts or not total:
+        return None
+    return counts[arm] / total
 
 
 def _num(value: Any) -> float:

@@ -73,6 +73,30 @@ class CapacityPoint:
 
 
 @dataclass(frozen=True)
+class MeasuredKnee:
+    """A layer's knee as a layer sweep measured it (`zerohop sweep --compare-layer`):
+    the lowest offered rate at which its p50 or p99 cost grew, the rate the layer itself
+    carried there (its arm's share: the sweep also sends requests direct), and the
+    layer's CPU there."""
+
+    knee_rps: float  # through the layer: the limit one instance carries
+    offered_rps: float  # the sweep's offered rate at the knee, every arm together
+    stat: str  # the percentile whose cost grew first
+    cpu_pct: float | None  # the layer process's mean CPU at the knee, % of one core
+    rss_bytes: int | None
+    engines_saturated: bool | None
+
+    def describe(self) -> str:
+        words = (f"measured: {self.stat} cost grew at {self.offered_rps:g} req/s offered, "
+                 f"{self.knee_rps:.4g} through the layer")
+        if self.cpu_pct is not None:
+            words += f", layer CPU {self.cpu_pct:.1f} % of a core there"
+        if self.engines_saturated:
+            words += " (the engines were saturated there too: the knee may be theirs)"
+        return words
+
+
+@dataclass(frozen=True)
 class Forecast:
     peak_qps: float | None = None
     headroom: float = 0.2
@@ -82,26 +106,6 @@ class Forecast:
     layer_knees: dict[str, float] = field(default_factory=dict)  # layer → req/s per instance
     # layer → how its knee was measured (a layer sweep's index); absent: given by hand
     measured_layers: dict[str, MeasuredKnee] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class MeasuredKnee:
-    """A layer's knee as a layer sweep measured it (`zerohop sweep --compare-layer`):
-    the lowest rate at which its p50 or p99 cost grew, and the layer's CPU there."""
-
-    knee_rps: float
-    stat: str  # the percentile whose cost grew first
-    cpu_pct: float | None  # the layer process's mean CPU at the knee, % of one core
-    rss_bytes: int | None
-    engines_saturated: bool | None
-
-    def describe(self) -> str:
-        words = f"measured: {self.stat} cost grew at {self.knee_rps:g} req/s"
-        if self.cpu_pct is not None:
-            words += f", layer CPU {self.cpu_pct:.1f} % of a core there"
-        if self.engines_saturated:
-            words += " (the engines were saturated there too: the knee may be theirs)"
-        return words
 
 
 @dataclass(frozen=True)
@@ -206,7 +210,8 @@ def layer_limits(forecast: Forecast, replica_goodput_rps: float | None) -> list[
 
 def measured_knees(layer_knee: dict[str, Any] | None) -> dict[str, MeasuredKnee]:
     """A layer sweep's `index.json` `layer_knee` → each layer's measured knee: the lower
-    of its p50 and p99 knees (the first percentile to grow limits it). A layer with no
+    of its p50 and p99 knees (the first percentile to grow limits it), as the rate
+    through the layer (the offered rate where the share is unknown). A layer with no
     knee within the rates tried has no measured limit."""
     knees: dict[str, MeasuredKnee] = {}
     for name, by_stat in ((layer_knee or {}).get("layers") or {}).items():
@@ -217,8 +222,10 @@ def measured_knees(layer_knee: dict[str, Any] | None) -> dict[str, MeasuredKnee]
         first = min(found, key=lambda k: k["rate"])
         process = first.get("process") or {}
         cpu, rss = process.get("cpu_pct_mean"), process.get("rss_bytes_max")
+        through = first.get("layer_rps")
         knees[str(name)] = MeasuredKnee(
-            float(first["rate"]), str(first.get("stat")),
+            float(through) if isinstance(through, int | float) and through > 0
+            else float(first["rate"]), float(first["rate"]), str(first.get("stat")),
             float(cpu) if isinstance(cpu, int | float) else None,
             int(rss) if isinstance(rss, int | float) else None,
             first.get("engines_saturated"))

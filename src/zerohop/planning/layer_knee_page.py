@@ -76,12 +76,21 @@ def _knee_row(knee: Mapping[str, Any], unit: str) -> dict[str, str]:
     found = knee.get("rate") is not None
     return {
         "stat": str(knee.get("stat")),
-        "knee": (f"{knee['rate']:g} {unit}" if found else "no knee within the rates tried"),
+        "knee": (_knee_text(knee, unit) if found else "no knee within the rates tried"),
         "growth": fmt.signed_ms(knee.get("growth_ms")) + " ms" if found else fmt.DASH,
         "cpu": fmt.pct(process.get("cpu_pct_mean")) if found and process else fmt.DASH,
         "rss": _mib(process.get("rss_bytes_max")) if found and process else fmt.DASH,
         "engines": fmt.DASH if saturated is None else ("yes" if saturated else "no"),
     }
+
+
+def _knee_text(knee: Mapping[str, Any], unit: str) -> str:
+    """`40 req/s offered (20 req/s through the layer)`: the sweep's rate counts every arm."""
+    text = f"{knee['rate']:g} {unit}"
+    through = knee.get("layer_rps")
+    if unit == "req/s" and isinstance(through, int | float):
+        text += f" offered ({through:.4g} req/s through the layer)"
+    return text
 
 
 def _cost_row(point: Any, arm: str, metric: str) -> dict[str, Any]:

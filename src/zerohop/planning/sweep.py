@@ -320,7 +320,8 @@ def _run_points(plan: SweepPlan, runner: Runner, sweep_dir: Path) -> list[PointS
         points.append(point)
         if plan.search is not None:
             plan.search.observe(point)
-        click.echo(f"  achieved {point.achieved_rps:.3g} req/s · TTFT p99 "
+        click.echo(f"  {'direct arm: ' if point.layer is not None else ''}achieved "
+                   f"{point.achieved_rps:.3g} req/s · TTFT p99 "
                    f"{point.ttft_p99_ms:.4g} ms · {'SATURATED: ' + reason if reason else 'ok'}")
         if point.layer is not None:
             _echo_layer_point(point.layer)
