@@ -12,9 +12,11 @@ and the quota's throttling from the cgroup's cpu.stat.
 
 Printed per quota and rate: the TTFT cost at p50 and p99 (ms, with 95% intervals), the
 router's CPU (% of one core; of its quota) and RSS, the busiest replica's CPU. The knee
-is the lowest rate whose p50 cost exceeds the lowest rate's by more than `--knee-ms`
-(fixed in advance); per core of the layer it is knee ÷ quota (cores). Run two quotas
-(`--quotas 0.1 0.05`) to check that halving the quota halves the knee.
+is the product's (`zerohop.analysis.layer_knee.find_knee`, as `zerohop sweep
+--compare-layer` reports it): the lowest rate whose cost exceeds the lowest rate's by
+more than `--knee-ms` (fixed in advance) and whose interval lies above the lowest
+rate's; per core of the layer it is knee ÷ quota (cores). Run two quotas (`--quotas
+0.1 0.05`) to check that halving the quota halves the knee.
 
     sudo python tests/bench/bench_layer_knee.py --quotas 0.1 0.05 --rates 20 40 80 120 160
 
@@ -37,6 +39,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # for tests.real_layers when run as a script
 
+from zerohop.analysis.layer_knee import KNEE_GROWTH_MS, CostAt, find_knee  # noqa: E402
+
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
          "load: {kind: closed, users: 1}\n")
 PERIOD_US = 100_000
@@ -49,8 +53,9 @@ def main() -> None:
     parser.add_argument("--rates", type=float, nargs="+", default=[20, 40, 80, 120, 160])
     parser.add_argument("--duration", type=int, default=15, help="seconds per rate")
     parser.add_argument("--replicas", type=int, default=3)
-    parser.add_argument("--knee-ms", type=float, default=5.0,
-                        help="p50 cost growth over the lowest rate's that marks the knee")
+    parser.add_argument("--knee-ms", type=float, default=KNEE_GROWTH_MS,
+                        help="cost growth over the lowest rate's that marks the knee "
+                             "(the product's threshold by default)")
     args = parser.parse_args()
 
     import psutil
@@ -87,7 +92,9 @@ def main() -> None:
                           f"{row['engine_cpu_pct']:>19.1f}% "
                           f"{row['throttled_periods']:>5.0f}× {row['throttled_ms']:>6.0f}ms",
                           flush=True)
-                knees[quota] = _knee(rows, args.knee_ms)
+                knees[quota] = _knee(rows, "p50", args.knee_ms)
+                p99 = _knee(rows, "p99", args.knee_ms)
+                print(f"   p99 knee: {'none within the rates tried' if p99 is None else p99}")
             finally:
                 router.stop()
                 _remove_cgroup(cgroup)
@@ -154,12 +161,10 @@ def _cell(row: dict, stat: str) -> str:
     return f"{row['cost'][stat]:+.2f} [{low:+.2f}, {high:+.2f}]"
 
 
-def _knee(rows: list[dict], growth_ms: float) -> float | None:
-    base = rows[0]["cost"]["p50"]
-    for row in rows[1:]:
-        if row["cost"]["p50"] - base > growth_ms:
-            return float(row["rate"])
-    return None
+def _knee(rows: list[dict], stat: str, growth_ms: float) -> float | None:
+    """The product's knee (analysis.layer_knee) over this quota's rows."""
+    costs = [CostAt(row["rate"], row["cost"][stat], *row["ci"][stat]) for row in rows]
+    return find_knee(costs, stat, growth_ms).rate
 
 
 def _limit_cpu(pid: int, cores: float, name: str) -> Path:

@@ -20,7 +20,7 @@ import click
 from zerohop.cli.run_options import run_options
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.loadgen.run_settings import DEFAULT_DURATION, REQUESTS_TIME_CAP
-from zerohop.runner.compare_layer import LayerSetup, parse_layer_urls, run_compare_layer
+from zerohop.runner.compare_layer import layer_setup_from_flags, run_compare_layer
 from zerohop.runner.plan import RunPlan, classes_for, parse_duration, users_for
 from zerohop.runner.run_once import run_once
 
@@ -31,7 +31,7 @@ def run_command(**kw: Any) -> None:
     """Run the workloads against a target, sample telemetry, write results and report."""
     try:
         plan = plan_from_flags(kw)
-        setup = _layer_setup(kw)
+        setup = layer_setup_from_flags(kw)
         certificate = _preflight(plan, kw) if kw["selfcheck"] else None
         if kw["compare_layer"]:
             code = run_compare_layer(plan, setup)
@@ -163,44 +163,6 @@ def _preflight(plan: RunPlan, kw: dict[str, Any]) -> dict[str, Any]:
         click.echo("zerohop: warning: the client certificate FAILED; the run goes on and its "
                    "report says so", err=True)
     return check.certificate
-
-
-def _layer_setup(kw: dict[str, Any]) -> LayerSetup:
-    """The --compare-layer flags, checked together: one line and exit 2 when they clash."""
-    routes, replicas = tuple(kw["routes"]), kw["replicas"]
-    mode = kw["compare_layer_mode"]
-    problem = None
-    if not kw["compare_layer"] and (routes or replicas != 1):
-        problem = "--replicas and --route are --compare-layer's: add --compare-layer"
-    elif replicas < 1:
-        problem = "--replicas must be >= 1"
-    elif replicas > 1 and kw["host"]:
-        problem = "--replicas starts embedded engines: not with --host"
-    elif kw["layer_urls"] and not kw["host"]:
-        problem = "--layer-url is a gateway in front of --host: give both"
-    elif kw["control"] and not kw["compare_layer"]:
-        problem = "--control is --compare-layer's: add --compare-layer"
-    elif routes and kw["layer_urls"]:
-        problem = "--route configures the embedded layer: not with --layer-url"
-    elif mode == "sequential" and len(routes) > 1:
-        problem = "--compare-layer-mode sequential compares one layer: give one --route"
-    elif len(set(routes)) != len(routes):
-        problem = "--route: each policy once"
-    if problem:
-        raise RunError(problem, EXIT_BAD_INPUT)
-    try:
-        layer_args = shlex.split(kw["layer_args"])
-    except ValueError as exc:
-        raise RunError(f"--layer-args: {exc}", EXIT_BAD_INPUT) from None
-    try:
-        layer_urls = parse_layer_urls(kw["layer_urls"])
-    except ValueError as exc:
-        raise RunError(str(exc), EXIT_BAD_INPUT) from None
-    if mode == "sequential" and (len(layer_urls) > 1 or kw["control"]):
-        raise RunError("--compare-layer-mode sequential compares one layer: one --layer-url, "
-                       "no --control", EXIT_BAD_INPUT)
-    return LayerSetup(layer_urls=layer_urls, layer_args=layer_args, mode=mode,
-                      replicas=replicas, routes=routes, control=kw["control"])
 
 
 def _check_telemetry(spec: str) -> None:

@@ -73,6 +73,30 @@ class CapacityPoint:
 
 
 @dataclass(frozen=True)
+class MeasuredKnee:
+    """A layer's knee as a layer sweep measured it (`zerohop sweep --compare-layer`):
+    the lowest offered rate at which its p50 or p99 cost grew, the rate the layer itself
+    carried there (its arm's share: the sweep also sends requests direct), and the
+    layer's CPU there."""
+
+    knee_rps: float  # through the layer: the limit one instance carries
+    offered_rps: float  # the sweep's offered rate at the knee, every arm together
+    stat: str  # the percentile whose cost grew first
+    cpu_pct: float | None  # the layer process's mean CPU at the knee, % of one core
+    rss_bytes: int | None
+    engines_saturated: bool | None
+
+    def describe(self) -> str:
+        words = (f"measured: {self.stat} cost grew at {self.offered_rps:g} req/s offered, "
+                 f"{self.knee_rps:.4g} through the layer")
+        if self.cpu_pct is not None:
+            words += f", layer CPU {self.cpu_pct:.1f} % of a core there"
+        if self.engines_saturated:
+            words += " (the engines were saturated there too: the knee may be theirs)"
+        return words
+
+
+@dataclass(frozen=True)
 class Forecast:
     peak_qps: float | None = None
     headroom: float = 0.2
@@ -80,6 +104,8 @@ class Forecast:
     gpus_per_replica: int = 1
     mix: TrafficMix | None = None
     layer_knees: dict[str, float] = field(default_factory=dict)  # layer → req/s per instance
+    # layer → how its knee was measured (a layer sweep's index); absent: given by hand
+    measured_layers: dict[str, MeasuredKnee] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,10 +118,13 @@ class LayerLimit:
     knee_rps: float
     replicas_per_instance: float | None  # knee ÷ one replica's goodput: the fan-out it feeds
     instances: int | None  # for the forecast peak with headroom
+    measured: MeasuredKnee | None = None  # None: given by hand (--layer NAME=REQ_PER_S)
 
     def describe(self) -> str:
         """The limit in words: the replicas one instance feeds, the instances needed."""
         words = f"knee {self.knee_rps:.4g} req/s per instance"
+        if self.measured is not None:
+            words += f" ({self.measured.describe()})"
         feeds = self.replicas_per_instance
         if feeds is not None and feeds < 1:
             words += (f" = {feeds:.2g} of one replica's goodput (the layer is the "
@@ -174,8 +203,33 @@ def layer_limits(forecast: Forecast, replica_goodput_rps: float | None) -> list[
                         if replica_goodput_rps is not None and replica_goodput_rps > 0 else None)
         instances = (math.ceil(forecast.peak_qps * (1.0 + forecast.headroom) / knee_rps)
                      if forecast.peak_qps is not None else None)
-        limits.append(LayerLimit(name, knee_rps, per_instance, instances))
+        limits.append(LayerLimit(name, knee_rps, per_instance, instances,
+                                 forecast.measured_layers.get(name)))
     return limits
+
+
+def measured_knees(layer_knee: dict[str, Any] | None) -> dict[str, MeasuredKnee]:
+    """A layer sweep's `index.json` `layer_knee` → each layer's measured knee: the lower
+    of its p50 and p99 knees (the first percentile to grow limits it), as the rate
+    through the layer (the offered rate where the share is unknown). A layer with no
+    knee within the rates tried has no measured limit."""
+    knees: dict[str, MeasuredKnee] = {}
+    for name, by_stat in ((layer_knee or {}).get("layers") or {}).items():
+        found = [k for k in by_stat.values() if isinstance(k, dict)
+                 and isinstance(k.get("rate"), int | float) and k["rate"] > 0]
+        if not found:
+            continue
+        first = min(found, key=lambda k: k["rate"])
+        process = first.get("process") or {}
+        cpu, rss = process.get("cpu_pct_mean"), process.get("rss_bytes_max")
+        through = first.get("layer_rps")
+        knees[str(name)] = MeasuredKnee(
+            float(through) if isinstance(through, int | float) and through > 0
+            else float(first["rate"]), float(first["rate"]), str(first.get("stat")),
+            float(cpu) if isinstance(cpu, int | float) else None,
+            int(rss) if isinstance(rss, int | float) else None,
+            first.get("engines_saturated"))
+    return knees
 
 
 def find_knee(points: Sequence[CapacityPoint]) -> CapacityPoint | None:
@@ -243,6 +297,21 @@ def measure_points(sweep_dir: Path, slo: dict[str, float]) -> tuple[str, list[Ca
     from zerohop.planning.sweep import read_index
 
     index = read_index(sweep_dir)
+    return _measure_index(sweep_dir, index, slo)
+
+
+def measure_sweep(sweep_dir: Path, slo: dict[str, float]
+                  ) -> tuple[str, list[CapacityPoint], dict[str, MeasuredKnee]]:
+    """`measure_points`, and the layers' knees when the sweep priced layers."""
+    from zerohop.planning.sweep import read_index
+
+    index = read_index(sweep_dir)
+    mode, points = _measure_index(sweep_dir, index, slo)
+    return mode, points, measured_knees(index.get("layer_knee"))
+
+
+def _measure_index(sweep_dir: Path, index: dict[str, Any], slo: dict[str, float]
+                   ) -> tuple[str, list[CapacityPoint]]:
     points = [
         measure_point(Path(sweep_dir) / p.run_dir, p.load, p.offered_rps, slo)
         for p in index["points"]

@@ -18,7 +18,7 @@ from zerohop.planning.capacity import (
     CapacityPlan,
     Forecast,
     TrafficMix,
-    measure_points,
+    measure_sweep,
     plan_capacity,
 )
 from zerohop.planning.capacity_page import write_capacity_report
@@ -40,7 +40,8 @@ CAPACITY_HTML = "capacity.html"
 @click.option("--layer", "layers", multiple=True, metavar="NAME=REQ_PER_S",
               help="A layer in front of the replicas and the rate one instance of it "
                    "carries before its added latency grows (its knee, docs/layers.md); "
-                   "repeatable.")
+                   "repeatable. A layer sweep's measured knee is read from SWEEP_DIR; "
+                   "--layer for the same name overrides it.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Page path (default: SWEEP_DIR/capacity.html).")
 def capacity_command(**kw: Any) -> None:
@@ -75,13 +76,16 @@ def capacity_from_flags(kw: dict[str, Any]) -> CapacityPlan:
             raise ValueError("--gpus-per-replica must be > 0")
         mix = load_mix(kw["mix"]) if kw["mix"] is not None else None
         layer_knees = parse_layer_knees(kw.get("layers") or ())
-        mode, points = measure_points(kw["sweep_dir"], slo)
+        mode, points, measured = measure_sweep(kw["sweep_dir"], slo)
         if not points:
             raise ValueError(f"{kw['sweep_dir']}: the sweep has no points")
     except ValueError as exc:
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    # a layer sweep's measured knees, each overridden by a --layer of the same name
+    measured = {name: knee for name, knee in measured.items() if name not in layer_knees}
+    layer_knees = {**{name: knee.knee_rps for name, knee in measured.items()}, **layer_knees}
     forecast = Forecast(kw["traffic"], kw["headroom"], kw["gpu_cost_per_hour"],
-                        kw["gpus_per_replica"], mix, layer_knees)
+                        kw["gpus_per_replica"], mix, layer_knees, measured)
     return plan_capacity(points, slo, forecast, mode)
 
 

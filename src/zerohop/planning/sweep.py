@@ -32,11 +32,20 @@ from zerohop.core.apis import DEFAULT_API, api_names
 from zerohop.core.atomic_file import write_text_atomically
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.core.redaction import known_secrets, redact
+from zerohop.planning.layer_process import LayerProcessWatch, parse_layer_pids
 from zerohop.planning.sweep_page import write_sweep_page
+from zerohop.runner.compare_layer import (
+    LayerSetup,
+    arms_summary,
+    layer_setup_from_flags,
+    start_targets,
+)
 from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration
 from zerohop.runner.run_once import RunResult, run_once
+from zerohop.runner.setting_options import setting_options
 
 INDEX_FILE = "index.json"
+ARMS_FILE = "arms.json"  # a layer sweep point's arms summary, in its folder
 INDEX_SCHEMA = "zerohop.planning.sweep"
 INDEX_SCHEMA_VERSION = 1
 Mode = Literal["rate", "users"]
@@ -82,6 +91,9 @@ class PointSummary:
     goodput_rps: float = math.nan  # within the run's own SLOs (every ok request: none)
     saturated: bool = False
     reason: str | None = None
+    # a layer sweep (--compare-layer): the point's arms summary and the layer processes'
+    # CPU/RSS; the figures above are then the direct arm's, i.e. the engines' own
+    layer: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: _json_number(v) for k, v in dataclasses.asdict(self).items()}
@@ -90,7 +102,7 @@ class PointSummary:
     def from_json(cls, data: dict[str, Any]) -> PointSummary:
         names = {f.name for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {
-            k: (math.nan if v is None and k != "reason" else v)
+            k: (math.nan if v is None and k not in ("reason", "layer") else v)
             for k, v in data.items() if k in names
         }
         return cls(**values)
@@ -187,23 +199,29 @@ def judge_saturation(
 
 
 def summarise_point(
-    run_dir: Path, sweep_dir: Path, load: float, mode: Mode, phase: Phase
+    run_dir: Path, sweep_dir: Path, load: float, mode: Mode, phase: Phase,
+    arm: str | None = None,
 ) -> PointSummary:
     """The figures of one finished run, computed by the report's own analysis. Offered
     and achieved load share its measured window: the arrivals (sent or dropped) and the
-    ok requests that ended inside it, over the same seconds."""
+    ok requests that ended inside it, over the same seconds. With `arm` (a layer sweep:
+    `direct`), only that arm's requests, and its share of the arrivals: the engines'
+    figures without the hop, which is what judges their saturation."""
+    from zerohop.analysis.arms import arm_views
     from zerohop.analysis.run_summary import summarise_run
     from zerohop.storage.run_reader import load_run
 
-    run = load_run(run_dir)
+    whole = load_run(run_dir)
+    run = arm_views(whole).get(arm, whole) if arm is not None else whole
+    share = len(run.requests) / len(whole.requests) if len(whole.requests) else 1.0
     summary = summarise_run(run)  # the run's own SLOs decide its goodput, nothing else
     row = summary.total if summary.total.requests else None
-    counters = run.manifest.get("counters") or {}
-    sent = int(counters.get("sent", len(run.requests)))
+    counters = whole.manifest.get("counters") or {}
+    sent = int(counters.get("sent", len(whole.requests)))
     seconds = summary.window.duration_s
     offered = math.nan
     if mode == "rate" and seconds > 0:
-        offered = (sent + int(counters.get("dropped_arrivals", 0))) / seconds
+        offered = share * (sent + int(counters.get("dropped_arrivals", 0))) / seconds
 
     def stat(metric: str, name: str) -> float:
         dist = row.latency.get(metric) if row else None
@@ -234,6 +252,8 @@ class SweepPlan:
     search: AutoSearch | None = None
     rule: SaturationRule = field(default_factory=SaturationRule)
     max_points: int = 12
+    layers: LayerSetup | None = None  # --compare-layer: each point an interleaved run
+    layer_pids: dict[str, int] = field(default_factory=dict)  # arm → the layer's pid
 
 
 @dataclass
@@ -241,6 +261,7 @@ class SweepResult:
     sweep_dir: Path
     points: list[PointSummary]
     saturation: dict[str, Any]
+    layer_knee: dict[str, Any] | None = None
 
 
 def run_sweep(plan: SweepPlan, runner: Runner | None = None) -> SweepResult:
@@ -250,6 +271,29 @@ def run_sweep(plan: SweepPlan, runner: Runner | None = None) -> SweepResult:
 
     runner = runner or (lambda p: run_once(p, announce=False))
     sweep_dir = results.new_run_dir(plan.base.results_dir, f"sweep-{plan.base.name}")
+    processes: list[Any] = []
+    try:
+        if plan.layers is not None:
+            plan = dataclasses.replace(plan, base=_layer_base(plan, processes))
+        points = _run_points(plan, runner, sweep_dir)
+    finally:
+        for process in reversed(processes):
+            process.stop()
+    write_index(sweep_dir, plan, points, finished=True)
+    knee = layer_knee_of(points) if plan.layers is not None else None
+    return SweepResult(sweep_dir, points, saturation_summary(points), knee)
+
+
+def _layer_base(plan: SweepPlan, processes: list[Any]) -> RunPlan:
+    """The base plan of a layer sweep: every point one interleaved run, its requests
+    at random direct or through each layer (and the zero-cost control, started here
+    once for the whole sweep)."""
+    assert plan.layers is not None
+    direct, arms = start_targets(plan.base, plan.layers, processes)
+    return dataclasses.replace(plan.base, host=direct, arm_hosts={"direct": direct, **arms})
+
+
+def _run_points(plan: SweepPlan, runner: Runner, sweep_dir: Path) -> list[PointSummary]:
     points: list[PointSummary] = []
     queue: list[float] = sorted(plan.loads) if plan.loads else []
     while len(points) < plan.max_points:
@@ -265,18 +309,73 @@ def run_sweep(plan: SweepPlan, runner: Runner | None = None) -> SweepResult:
             report=plan.base.report,
         )
         click.echo(f"zerohop sweep: point {len(points) + 1} · {plan.mode} {load:g} ({phase})")
-        result = runner(point_plan)
-        point = summarise_point(result.run_dir, sweep_dir, load, plan.mode, phase)
+        with LayerProcessWatch(plan.layer_pids) as watch:
+            result = runner(point_plan)
+        arm = "direct" if plan.layers is not None else None
+        point = summarise_point(result.run_dir, sweep_dir, load, plan.mode, phase, arm)
+        if plan.layers is not None:
+            point = dataclasses.replace(point, layer=layer_point(result.run_dir, watch))
         reason = judge_saturation(point, points, plan.rule)
         point = dataclasses.replace(point, saturated=reason is not None, reason=reason)
         points.append(point)
         if plan.search is not None:
             plan.search.observe(point)
-        click.echo(f"  achieved {point.achieved_rps:.3g} req/s · TTFT p99 "
+        click.echo(f"  {'direct arm: ' if point.layer is not None else ''}achieved "
+                   f"{point.achieved_rps:.3g} req/s · TTFT p99 "
                    f"{point.ttft_p99_ms:.4g} ms · {'SATURATED: ' + reason if reason else 'ok'}")
+        if point.layer is not None:
+            _echo_layer_point(point.layer)
         write_index(sweep_dir, plan, points)
-    write_index(sweep_dir, plan, points, finished=True)
-    return SweepResult(sweep_dir, points, saturation_summary(points))
+    return points
+
+
+def layer_point(run_dir: Path, watch: LayerProcessWatch) -> dict[str, Any]:
+    """One layer-sweep point: its arms summary (also written as `arms.json` in its
+    folder, the summary `zerohop run --compare-layer` writes) and each watched layer
+    process's CPU and RSS over the run's load window."""
+    from zerohop.analysis.layer_knee import process_figures
+    from zerohop.analysis.measured_window import measured_window
+    from zerohop.storage.jsonl import without_nan
+    from zerohop.storage.run_reader import load_run
+
+    run = load_run(run_dir)
+    made = arms_summary(run)
+    summary = without_nan(made[1]) if made is not None else None
+    if summary is not None:
+        _write_json(run_dir / ARMS_FILE, summary)
+    window = measured_window(run)
+    start, end = window.start_ts, window.end_ts
+    if not math.isfinite(start):  # no timestamps: the whole sampled span
+        start, end = -math.inf, math.inf
+    processes = {arm: {"pid": pid, **process_figures(watch.rows(arm), start, end)}
+                 for arm, pid in watch.pids.items()}
+    return {"arms": summary, "processes": processes}
+
+
+def layer_knee_of(points: Sequence[PointSummary]) -> dict[str, Any]:
+    """The layers' knees over the sweep's points (`analysis.layer_knee`); the engines'
+    saturation at each is the direct arm's own judgement."""
+    from zerohop.analysis.layer_knee import layer_knees
+
+    rows = [{"load": p.load, "arms": (p.layer or {}).get("arms"),
+             "processes": (p.layer or {}).get("processes"),
+             "engines_saturated": p.saturated}
+            for p in sorted(points, key=lambda p: p.load) if p.layer is not None]
+    return layer_knees(rows)
+
+
+def _echo_layer_point(layer: dict[str, Any]) -> None:
+    costs = (layer.get("arms") or {}).get("costs") or {}
+    for arm, cost in costs.items():
+        ttft = cost.get("layer_cost_ms", {}).get("ttft_ms", {})
+        cells = " · ".join(f"{stat} {ttft[stat]:+.2f} ms" for stat in ("p50", "p99")
+                           if isinstance(ttft.get(stat), int | float))
+        process = (layer.get("processes") or {}).get(arm)
+        cpu = ""
+        if process and process.get("cpu_pct_mean") is not None:
+            cpu = (f" · CPU {process['cpu_pct_mean']:.1f} % of a core, RSS "
+                   f"{(process.get('rss_bytes_max') or 0) / 2**20:.1f} MiB")
+        click.echo(f"  {arm}: TTFT cost {cells or 'none'}{cpu}")
 
 
 def _next_step(plan: SweepPlan, queue: list[float]) -> tuple[float, Phase] | None:
@@ -305,7 +404,8 @@ def write_index(
 ) -> Path:
     base = plan.base
     saturation = saturation_summary(points)
-    index = {
+    knee = layer_knee_of(points) if plan.layers is not None else None
+    index: dict[str, Any] = {
         "schema": INDEX_SCHEMA,
         "schema_version": INDEX_SCHEMA_VERSION,
         "name": base.name,
@@ -325,10 +425,14 @@ def write_index(
         "points": [p.to_json() for p in points],
         "saturation": saturation,
     }
+    if plan.layers is not None:
+        index["layers"] = {"urls": plan.layers.layer_urls, "control": plan.layers.control,
+                           "pids": plan.layer_pids}
+        index["layer_knee"] = knee
     # the target's options may hold a key (`--sim-args "--api-key …"`), as the manifest's do
     path = _write_json(sweep_dir / INDEX_FILE, redact(index, known_secrets()))
-    write_sweep_page(sweep_dir, base.name, plan.mode, points, saturation,
-                     finished=finished)  # the table page beside its data
+    write_sweep_page(sweep_dir, base.name, plan.mode, points, saturation,  # beside its data
+                     finished=finished, layer_knee=knee)
     return path
 
 
@@ -387,6 +491,10 @@ def _json_number(value: Any) -> Any:
 @click.option("--sim-args", default="", help="Embedded target options, e.g. '--time-scale 4'.")
 @click.option("--report/--no-report", default=False, show_default=True,
               help="Build each point's report.html.")
+@setting_options(("compare_layer", "layer_urls", "control"))
+@click.option("--layer-pid", "layer_pids", multiple=True, metavar="NAME=PID",
+              help="With --compare-layer: the process behind the --layer-url arm NAME; its "
+                   "CPU and RSS are sampled over each point's load window (repeatable).")
 def sweep_command(**kw: Any) -> None:
     """Run a series of loads against one target; one results folder per point."""
     try:
@@ -401,6 +509,8 @@ def sweep_command(**kw: Any) -> None:
                    f"{sat['first_saturated_load']} ({sat['reason']})")
     else:
         click.echo("saturation: not reached in the swept range")
+    for arm, knees in ((result.layer_knee or {}).get("layers") or {}).items():
+        click.echo(f"layer {arm}: " + "; ".join(k["text"] for k in knees.values()))
     click.echo(f"sweep index: {result.sweep_dir / INDEX_FILE}")
 
 
@@ -440,6 +550,7 @@ def plan_from_flags(kw: dict[str, Any]) -> SweepPlan:
             search = AutoSearch(mode, kw["start"], kw["factor"], kw["max_load"], kw["dense"])
     except ValueError as exc:
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    layers, layer_pids = _layer_flags(kw)
     base = RunPlan(
         host=kw["host"], api=kw["api"], workloads=list(kw["workloads"]),
         classes=classes, users=8, rate=None, duration_s=duration,
@@ -448,7 +559,26 @@ def plan_from_flags(kw: dict[str, Any]) -> SweepPlan:
         model=kw["model"], report=kw["report"], microbench="off",
     )
     return SweepPlan(base=base, mode=mode, loads=loads, search=search,
-                     max_points=kw["max_points"])
+                     max_points=kw["max_points"], layers=layers, layer_pids=layer_pids)
+
+
+def _layer_flags(kw: dict[str, Any]) -> tuple[LayerSetup | None, dict[str, int]]:
+    """--compare-layer, --layer-url, --control (checked as `zerohop run` checks them)
+    and --layer-pid. A layer sweep prices gateways the user runs: --layer-url is needed."""
+    kw = {"compare_layer": False, "layer_urls": (), "control": False, "layer_pids": (), **kw}
+    setup = layer_setup_from_flags(kw)
+    try:
+        if kw["compare_layer"] and not setup.layer_urls:
+            raise ValueError("--compare-layer in a sweep prices a layer you run: give "
+                             "--layer-url NAME=URL (and --host, the engine behind it)")
+        if kw["layer_urls"] and not kw["compare_layer"]:
+            raise ValueError("--layer-url is --compare-layer's: add --compare-layer")
+        if kw["layer_pids"] and not kw["compare_layer"]:
+            raise ValueError("--layer-pid is --compare-layer's: add --compare-layer")
+        pids = parse_layer_pids(kw["layer_pids"], setup.layer_urls)
+    except ValueError as exc:
+        raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    return (setup if kw["compare_layer"] else None), pids
 
 
 # workload kind → the Locust user class that runs it (loadtests/*.py)

@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from zerohop.planning.layer_knee_page import layers_context
 from zerohop.report import formatting as fmt
+from zerohop.report.charts import Chart
 from zerohop.report.render import render_page, write_atomically
 
 SWEEP_PAGE = "sweep.html"
@@ -20,12 +22,20 @@ COLUMNS = ("load", "offered req/s", "achieved req/s", "goodput req/s", "error %"
 
 
 def write_sweep_page(sweep_dir: Path, name: str, mode: str, points: Sequence[Any],
-                     saturation: Mapping[str, Any], *, finished: bool) -> Path:
-    """`points`: the sweep's `PointSummary`s; `saturation`: its `saturation_summary`."""
+                     saturation: Mapping[str, Any], *, finished: bool,
+                     layer_knee: Mapping[str, Any] | None = None) -> Path:
+    """`points`: the sweep's `PointSummary`s; `saturation`: its `saturation_summary`;
+    `layer_knee`: a layer sweep's knees (`analysis.layer_knee.layer_knees`), which
+    adds the "Layers" section."""
     context = sweep_context(name, mode, points, saturation, finished=finished,
                             generated_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))
+    charts: list[Chart] = []
+    context["layers"] = None
+    if layer_knee is not None:
+        unit = "req/s" if mode == "rate" else "users"
+        context["layers"], charts = layers_context(points, layer_knee, unit)
     return write_atomically(Path(sweep_dir) / SWEEP_PAGE,
-                            render_page("sweep.html.j2", context, []))
+                            render_page("sweep.html.j2", context, charts))
 
 
 def sweep_context(name: str, mode: str, points: Sequence[Any],

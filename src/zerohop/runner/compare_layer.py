@@ -14,12 +14,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from zerohop.core.exit_codes import EXIT_UNREACHABLE, RunError, one_line
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, RunError, one_line
 from zerohop.loadgen.run_settings import COMPARE_LAYER_MODES
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import run_once
@@ -75,11 +76,51 @@ def parse_layer_urls(values: tuple[str, ...] | list[str]) -> dict[str, str]:
     return urls
 
 
+def layer_setup_from_flags(kw: dict[str, Any]) -> LayerSetup:
+    """The --compare-layer flags, checked together: one line and exit 2 when they clash.
+    `zerohop run` gives them all; `zerohop sweep` only --compare-layer, --layer-url and
+    --control (the others take their defaults here)."""
+    routes, replicas = tuple(kw.get("routes") or ()), kw.get("replicas", 1)
+    mode = kw.get("compare_layer_mode", "interleaved")
+    problem = None
+    if not kw["compare_layer"] and (routes or replicas != 1):
+        problem = "--replicas and --route are --compare-layer's: add --compare-layer"
+    elif replicas < 1:
+        problem = "--replicas must be >= 1"
+    elif replicas > 1 and kw["host"]:
+        problem = "--replicas starts embedded engines: not with --host"
+    elif kw["layer_urls"] and not kw["host"]:
+        problem = "--layer-url is a gateway in front of --host: give both"
+    elif kw["control"] and not kw["compare_layer"]:
+        problem = "--control is --compare-layer's: add --compare-layer"
+    elif routes and kw["layer_urls"]:
+        problem = "--route configures the embedded layer: not with --layer-url"
+    elif mode == "sequential" and len(routes) > 1:
+        problem = "--compare-layer-mode sequential compares one layer: give one --route"
+    elif len(set(routes)) != len(routes):
+        problem = "--route: each policy once"
+    if problem:
+        raise RunError(problem, EXIT_BAD_INPUT)
+    try:
+        layer_args = shlex.split(kw.get("layer_args", "--per-request-ms 5"))
+    except ValueError as exc:
+        raise RunError(f"--layer-args: {exc}", EXIT_BAD_INPUT) from None
+    try:
+        layer_urls = parse_layer_urls(kw["layer_urls"])
+    except ValueError as exc:
+        raise RunError(str(exc), EXIT_BAD_INPUT) from None
+    if mode == "sequential" and (len(layer_urls) > 1 or kw["control"]):
+        raise RunError("--compare-layer-mode sequential compares one layer: one --layer-url, "
+                       "no --control", EXIT_BAD_INPUT)
+    return LayerSetup(layer_urls=layer_urls, layer_args=layer_args, mode=mode,
+                      replicas=replicas, routes=routes, control=kw["control"])
+
+
 def run_compare_layer(plan: RunPlan, setup: LayerSetup) -> int:
     """Run the comparison; print and write (`compare-*.json`, `.html`) the layer's cost."""
     processes: list[Any] = []
     try:
-        direct, arms = _start_targets(plan, setup, processes)
+        direct, arms = start_targets(plan, setup, processes)
         kind = "embedded" if plan.host is None else None
         if setup.mode == "sequential":
             layer_url = next(a for name, a in arms.items() if name != CONTROL_ARM)
@@ -103,9 +144,10 @@ def run_compare_layer(plan: RunPlan, setup: LayerSetup) -> int:
     return code
 
 
-def _start_targets(plan: RunPlan, setup: LayerSetup, processes: list[Any]
-                   ) -> tuple[str, dict[str, str]]:
-    """(the direct URL, {arm: layer URL}); what it starts is appended to `processes`."""
+def start_targets(plan: RunPlan, setup: LayerSetup, processes: list[Any]
+                  ) -> tuple[str, dict[str, str]]:
+    """(the direct URL, {arm: layer URL}); what it starts is appended to `processes`
+    (the caller stops them)."""
     from zerohop.sim.embedded import start_embedded_replicas
     from zerohop.sim.launcher import start_proxy
 
