@@ -55,10 +55,12 @@ def test_the_lowest_rate_with_a_cost_is_the_base_and_the_order_is_by_rate() -> N
 
 
 def summary(costs: dict[str, tuple[dict[str, float], dict[str, list[float]]]],
-            control: str | None = None) -> dict:
+            control: str | None = None, ok: int = 200) -> dict:
+    """An arms summary: each arm's cost and interval, `ok` requests on every arm."""
     return {"control": control, "costs": {
         arm: {"layer_cost_ms": {"ttft_ms": cost}, "ci95_ms": {"ttft_ms": ci}}
-        for arm, (cost, ci) in costs.items()}}
+        for arm, (cost, ci) in costs.items()},
+        "arms": {arm: {"requests": ok, "ok": ok} for arm in ["direct", *costs]}}
 
 
 def test_p99_has_its_own_knee_and_cpu_and_saturation_are_read_there() -> None:
@@ -78,7 +80,7 @@ def test_p99_has_its_own_knee_and_cpu_and_saturation_are_read_there() -> None:
     router = knees["layers"]["router"]
     assert router["p99"]["rate"] == 20 and router["p50"]["rate"] == 40
     assert router["p99"]["process"]["cpu_pct_mean"] == 11.0
-    assert router["p99"]["layer_rps"] is None  # no arm figures: the share is unknown
+    assert router["p99"]["layer_rps"] == pytest.approx(20 / 3, abs=1e-3)  # a third of them
     assert router["p99"]["engines_saturated"] is False
     assert router["p50"]["engines_saturated"] is True
     assert knees["threshold_ms"] == KNEE_GROWTH_MS
@@ -99,9 +101,26 @@ def test_the_layer_rate_is_its_arms_share_of_the_offered_rate() -> None:
     def point(rate: float, cost: float) -> dict:
         arms = summary({"router": ({"p50": cost, "p99": cost},
                                    {"p50": [cost - 1, cost + 1], "p99": [cost - 1, cost + 1]})})
-        arms["arms"] = {"direct": {"requests": 60}, "control": {"requests": 60},
-                        "router": {"requests": 60}}
+        arms["arms"] = {"direct": {"requests": 60, "ok": 60},
+                        "control": {"requests": 60, "ok": 60},
+                        "router": {"requests": 60, "ok": 60}}
         return {"load": rate, "arms": arms, "engines_saturated": False}
 
     knee = layer_knees([point(10, 1.0), point(30, 20.0)])["layers"]["router"]["p50"]
     assert (knee["rate"], knee["layer_rps"]) == (30.0, 10.0)
+
+
+def test_a_p99_of_too_few_requests_neither_bases_nor_sets_a_knee() -> None:
+    """p99 needs 100 requests on the arm and on direct (core.metrics.needed_n): a low
+    rate's p99 of a few dozen requests is left out, as the report leaves it out."""
+    def point(rate: float, p99: float, ok: int) -> dict:
+        return {"load": rate, "engines_saturated": False, "arms": summary(
+            {"router": ({"p50": 1.0, "p99": p99},
+                        {"p50": [0.5, 1.5], "p99": [p99 - 1, p99 + 1]})}, ok=ok)}
+
+    # 28 requests at 10 req/s: a p99 of -4 ms there would make 30 req/s look like a knee
+    points = [point(10, -4.0, 28), point(30, 2.0, 120), point(60, 4.0, 240)]
+    knee = layer_knees(points)["layers"]["router"]["p99"]
+    assert knee["rate"] is None and knee["base_rate"] == 30
+    assert layer_knees([point(10, -4.0, 120), point(30, 2.0, 120)])[
+        "layers"]["router"]["p99"]["rate"] == 30  # the same figures with enough requests

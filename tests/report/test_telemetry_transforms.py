@@ -10,6 +10,7 @@ import pytest
 from tests.run_fixtures import RunFactory
 from zerohop.analysis.run_analysis import TimeSeriesData, analyse_run
 from zerohop.analysis.timeseries import Timeline
+from zerohop.core.metrics import needed_n
 from zerohop.report.charts import Chart
 from zerohop.report.present import report_page
 from zerohop.report.present_appendix import MODELLED_NOTE, appendix_section, gauge_unit
@@ -18,7 +19,6 @@ from zerohop.report.telemetry_transforms import (
     counter_rate,
     family_of,
     natural_key,
-    needed_n,
 )
 from zerohop.storage.run_reader import load_run
 

@@ -18,9 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from zerohop.core.metrics import needed_n, percentile_fraction
+
 KNEE_GROWTH_MS = 5.0  # cost growth over the lowest rate's that marks the knee (ms)
 KNEE_METRIC = "ttft_ms"  # the hop's cost is paid before the first token
 KNEE_STATS = ("p50", "p99")
+BASE_ARM = "direct"  # the arms summary's base: the requests that skip the layer
 
 
 @dataclass(frozen=True)
@@ -74,10 +77,16 @@ def find_knee(costs: Sequence[CostAt], stat: str,
 def costs_of(points: Sequence[Mapping[str, Any]], arm: str, stat: str,
              metric: str = KNEE_METRIC) -> list[CostAt]:
     """One arm's cost per rate from the sweep's points (`{"load": rate, "arms": the
-    point's arms summary}`), at one percentile."""
+    point's arms summary}`), at one percentile; a rate where the arm or direct has too
+    few ok requests for that percentile (`core.metrics.needed_n`: p99 needs 100) is
+    left out, so a p99 of a few dozen requests never sets or bases a knee."""
+    need = needed_n(percentile_fraction(stat))
     out = []
     for point in points:
-        cost = ((point.get("arms") or {}).get("costs") or {}).get(arm) or {}
+        summary = point.get("arms") or {}
+        if min(_ok(summary, arm), _ok(summary, BASE_ARM)) < need:
+            continue
+        cost = (summary.get("costs") or {}).get(arm) or {}
         value = cost.get("layer_cost_ms", {}).get(metric, {}).get(stat)
         low, high = (cost.get("ci95_ms", {}).get(metric, {}).get(stat) or (None, None))
         if value is None:
@@ -141,6 +150,12 @@ def arm_share(summary: Mapping[str, Any], arm: str) -> float | None:
     if arm not in counts or not total:
         return None
     return counts[arm] / total
+
+
+def _ok(summary: Mapping[str, Any], arm: str) -> int:
+    figures = (summary.get("arms") or {}).get(arm)
+    ok = figures.get("ok") if isinstance(figures, Mapping) else None
+    return int(ok) if isinstance(ok, int | float) else 0
 
 
 def _num(value: Any) -> float:

@@ -15,6 +15,7 @@ all import it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -252,3 +253,9 @@ def window_labels() -> dict[str, str]:
 def percentile_fraction(stat: str) -> float:
     """`p99` → 0.99, `p99.9` → 0.999."""
     return float(stat.removeprefix("p")) / 100.0
+
+
+def needed_n(quantile: float) -> int:
+    """The fewest observations a quantile needs to mean anything: at least one beyond
+    it (p50: 2, p99: 100, p99.9: 1,000)."""
+    return max(2, math.ceil(1.0 / (1.0 - quantile) - 1e-9))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from zerohop.analysis.run_analysis import TimeSeriesData
+from zerohop.core.metrics import needed_n
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.legend import brief_names
@@ -24,7 +25,6 @@ from zerohop.report.telemetry_transforms import (
     family_of,
     label_sort_key,
     natural_key,
-    needed_n,
 )
 
 MODELLED_NOTE = "modelled by the embedded target, not measured"

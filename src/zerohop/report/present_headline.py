@@ -8,7 +8,7 @@ from typing import Any
 
 from zerohop.analysis.load_shape import WorkloadLoad
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.core.metrics import REQUEST_LATENCIES, percentile_fraction, title
+from zerohop.core.metrics import REQUEST_LATENCIES, needed_n, percentile_fraction, title
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, add_chart
 from zerohop.report.present_certificate import certificate_check
@@ -20,7 +20,6 @@ from zerohop.report.present_timeseries import (
     window_axis,
 )
 from zerohop.report.present_token_counts import prompt_size_check
-from zerohop.report.telemetry_transforms import needed_n
 
 
 def run_header(analysis: RunAnalysis, manifest: dict[str, Any]) -> dict[str, str]:

@@ -11,10 +11,9 @@ from zerohop.analysis.quantiles import PERCENTILE_NAMES, Distribution
 from zerohop.analysis.reads import ReadDelivery
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import ALL_WORKLOADS, ITEMS
-from zerohop.core.metrics import CATALOGUE, NIGHTLY_GATES, percentile_fraction
+from zerohop.core.metrics import CATALOGUE, NIGHTLY_GATES, needed_n, percentile_fraction
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart, joined
-from zerohop.report.telemetry_transforms import needed_n
 
 METRIC_TITLES: dict[str, str] = {m.name: m.title for m in CATALOGUE}
 ITL_EVERY_GAP = "ITL (every gap)"

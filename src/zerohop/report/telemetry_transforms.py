@@ -11,7 +11,6 @@ does: linear within the bucket that holds the rank). Pure numpy; no pandas, no I
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Literal
 import numpy as np
 
 from zerohop.analysis.driver_lanes import counter_rates
+from zerohop.core.metrics import needed_n
 
 Role = Literal["bucket", "sum", "count", "counter", "info", "gauge"]
 _NUMBER = re.compile(r"([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|Inf))")
@@ -76,12 +76,6 @@ def counter_rate(window_values: np.ndarray, window_s: float) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         rate[1:][np.diff(values) < 0] = np.nan
     return rate
-
-
-def needed_n(quantile: float) -> int:
-    """The fewest observations a quantile needs to mean anything: at least one beyond
-    it (p50: 2, p99: 100, p99.9: 1,000)."""
-    return max(2, math.ceil(1.0 / (1.0 - quantile) - 1e-9))
 
 
 @dataclass(frozen=True)
