@@ -4,10 +4,11 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tests.planning.fakes import synthetic_runner
+from tests.planning.fakes import synthetic_runner, write_fake_run
 from zerohop.cli import cli
 from zerohop.planning.capacity import (
     CapacityPoint,
@@ -15,6 +16,7 @@ from zerohop.planning.capacity import (
     SloCheck,
     TrafficMix,
     find_knee,
+    measure_point,
     measure_points,
     plan_capacity,
 )
@@ -161,3 +163,24 @@ def test_capacity_bad_mix_and_missing_index(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "extra" in result.output
     result = CliRunner().invoke(cli, ["capacity", str(tmp_path), "--slo", "ttft_p99_ms=5"])
     assert result.exit_code == 2 and "no sweep index" in result.output
+
+
+def test_a_layer_sweep_point_is_judged_on_its_direct_arm_at_every_arms_throughput(
+        tmp_path: Path) -> None:
+    """A layer sweep's point: the SLO and latencies are the engines' own (the direct
+    arm: the hop's cost is the knee's business), the throughput every arm's (the engines
+    served them all), and the index's offered rate (the direct share) scaled back."""
+    import pyarrow.parquet as pq
+
+    run_dir = write_fake_run(tmp_path, "layered", rate_rps=9.0, ttft_ms=30.0)
+    table = pq.read_table(run_dir / "requests.parquet").to_pandas()
+    arms = np.array(["direct", "control", "router"])[np.arange(len(table)) % 3]
+    table["arm"] = arms
+    table.loc[arms == "router", "ttft_ms"] += 900.0  # a hop far past the SLO
+    table.to_parquet(run_dir / "requests.parquet")
+    point = measure_point(run_dir, 9.0, offered_rps=3.0, slo={"ttft_p99_ms": 500.0})
+    assert point.offered_rps == pytest.approx(9.0, rel=0.02)  # 3 req/s was direct's third
+    assert point.achieved_rps == pytest.approx(9.0, rel=0.1)
+    assert point.goodput_rps == pytest.approx(point.achieved_rps)  # direct: all good
+    assert point.ttft_p99_ms < 100.0  # the router's +900 ms is not the engines'
+    assert all(check.met for check in point.slos)

@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from zerohop.analysis.arms import BASE_ARM
 from zerohop.core.metrics import needed_n, percentile_fraction
 
 KNEE_GROWTH_MS = 5.0  # cost growth over the lowest rate's that marks the knee (ms)
 KNEE_METRIC = "ttft_ms"  # the hop's cost is paid before the first token
 KNEE_STATS = ("p50", "p99")
-BASE_ARM = "direct"  # the arms summary's base: the requests that skip the layer
 
 
 @dataclass(frozen=True)

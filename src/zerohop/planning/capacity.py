@@ -321,15 +321,26 @@ def _measure_index(sweep_dir: Path, index: dict[str, Any], slo: dict[str, float]
 
 def measure_point(run_dir: Path, load: float, offered_rps: float,
                   slo: dict[str, float]) -> CapacityPoint:
+    """One point re-judged against `slo`. A layer sweep's point (its records carry
+    arms) is judged on its `direct` arm, the engines without the hop — the latencies,
+    the SLO checks and the share of good requests — while the engines' throughput is
+    every arm's (they served them all); the index's offered rate, the direct arm's
+    share, is scaled back to the whole."""
     import numpy as np
 
+    from zerohop.analysis.arms import BASE_ARM, arm_views
     from zerohop.analysis.run_summary import summarise_run
     from zerohop.storage.run_reader import load_run
 
     run = load_run(run_dir)
-    summary = summarise_run(run, slos=slo)
+    direct = arm_views(run).get(BASE_ARM) if len(run.requests) else None
+    summary = summarise_run(direct or run, slos=slo)
+    whole = summarise_run(run, slos=slo).total if direct is not None else summary.total
+    if direct is not None:
+        offered_rps /= len(direct.requests) / len(run.requests)
     frame = run.requests
     total = summary.total
+    good_share = total.goodput_rps / total.req_per_s if total.req_per_s else 0.0
     ok = (frame["outcome"] == "ok").to_numpy()
     checks = [
         SloCheck(r.target.key, r.target.threshold_ms, r.observed_ms, r.met)
@@ -351,10 +362,10 @@ def measure_point(run_dir: Path, load: float, offered_rps: float,
 
     return CapacityPoint(
         load=load, run_dir=str(run_dir), offered_rps=offered_rps,
-        achieved_rps=total.req_per_s, goodput_rps=total.goodput_rps,
-        output_tokens_per_s=total.output_tokens_per_s,
+        achieved_rps=whole.req_per_s, goodput_rps=whole.req_per_s * good_share,
+        output_tokens_per_s=whole.output_tokens_per_s,
         mean_output_tokens=mean_out(np.ones(len(frame), dtype=bool)),
-        error_pct=total.error_pct,
+        error_pct=whole.error_pct,
         ttft_p50_ms=stat("ttft_ms", "p50"), ttft_p99_ms=stat("ttft_ms", "p99"),
         tpot_p50_ms=stat("tpot_ms", "p50"), tpot_p99_ms=stat("tpot_ms", "p99"),
         slos=checks,
