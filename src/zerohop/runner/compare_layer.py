@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, RunError, one_line
-from zerohop.loadgen.run_settings import COMPARE_LAYER_MODES
+from zerohop.loadgen.run_settings import COMPARE_LAYER_MODES, setting_fields
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import run_once
 
@@ -79,9 +79,10 @@ def parse_layer_urls(values: tuple[str, ...] | list[str]) -> dict[str, str]:
 def layer_setup_from_flags(kw: dict[str, Any]) -> LayerSetup:
     """The --compare-layer flags, checked together: one line and exit 2 when they clash.
     `zerohop run` gives them all; `zerohop sweep` only --compare-layer, --layer-url and
-    --control (the others take their defaults here)."""
-    routes, replicas = tuple(kw.get("routes") or ()), kw.get("replicas", 1)
-    mode = kw.get("compare_layer_mode", "interleaved")
+    --control (the others take the settings model's defaults)."""
+    kw = {**{name: default for name, _flag, default in setting_fields()}, **kw}
+    routes, replicas = tuple(kw["routes"] or ()), kw["replicas"]
+    mode = kw["compare_layer_mode"]
     problem = None
     if not kw["compare_layer"] and (routes or replicas != 1):
         problem = "--replicas and --route are --compare-layer's: add --compare-layer"
@@ -102,7 +103,7 @@ def layer_setup_from_flags(kw: dict[str, Any]) -> LayerSetup:
     if problem:
         raise RunError(problem, EXIT_BAD_INPUT)
     try:
-        layer_args = shlex.split(kw.get("layer_args", "--per-request-ms 5"))
+        layer_args = shlex.split(kw["layer_args"])
     except ValueError as exc:
         raise RunError(f"--layer-args: {exc}", EXIT_BAD_INPUT) from None
     try:
