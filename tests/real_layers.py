@@ -16,6 +16,7 @@ pid). Importing this module starts nothing.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -24,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -264,3 +266,40 @@ def read_prometheus(url: str, timeout_s: float = 5.0) -> dict[str, float]:
         except ValueError:
             continue
     return values
+
+
+ENGINES = ("embedded", "vllm")
+
+
+def start_engine_replicas(engine: str, count: int, workdir: Path,
+                          stack: ExitStack) -> list[tuple[str, int]]:
+    """`count` engine replicas behind the benches' layers, as (URL, pid); each is
+    stopped when `stack` closes. `vllm`: the vllm tier's tiny model (prefix cache on,
+    `cached_tokens` in usage), every server confined to the last CPU and this process
+    (with the load generator and layers it starts next) to the others, as the vllm
+    tier does; needs tools/vllm_cpu/setup_env.sh's venv."""
+    if engine == "embedded":
+        from zerohop.sim.embedded import start_embedded_replicas
+
+        replicas = start_embedded_replicas(count)
+        for replica in replicas:
+            stack.callback(replica.stop)
+        return [(r.url, r.pid) for r in replicas]
+    from tests.vllm_cpu import build_tiny_model, default_model_dir, probe_env, start_vllm
+
+    probe = probe_env(setup=False)
+    if probe.env is None:
+        raise LayerStartError(f"no vLLM CPU env at {probe.venv}: run "
+                              "tools/vllm_cpu/setup_env.sh")
+    model_dir = build_tiny_model(probe.env, default_model_dir())
+    cpus = sorted(os.sched_getaffinity(0))
+    engine_cpus = cpus[-1:] if len(cpus) >= 2 else None
+    out = []
+    for index in range(count):
+        server = stack.enter_context(start_vllm(
+            probe.env, model_dir, cpus=engine_cpus, log_path=workdir / f"vllm{index}.log",
+            extra_args=["--enable-prompt-tokens-details"]))
+        out.append((server.url, server.pid))
+    if engine_cpus:
+        os.sched_setaffinity(0, cpus[:-1])
+    return out

@@ -20,6 +20,10 @@ rate's; per core of the layer it is knee ÷ quota (cores). Run two quotas (`--qu
 
     sudo python tests/bench/bench_layer_knee.py --quotas 0.1 0.05 --rates 20 40 80 120 160
 
+`--engine vllm`: the replicas are vLLM CPU servers instead (the vllm tier's tiny model,
+all on the last CPU; the replica CPU column is then each server's whole process tree,
+its engine core included): whether the engines or the quota-held router bend first.
+
 Needs vllm-router (`pip install -e '.[layers]'`) and root for the cgroup.
 """
 
@@ -39,6 +43,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # for tests.real_layers when run as a script
 
+from tests.real_layers import ENGINES  # noqa: E402
+
 from zerohop.analysis.layer_knee import KNEE_GROWTH_MS, CostAt, find_knee  # noqa: E402
 
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
@@ -53,26 +59,26 @@ def main() -> None:
     parser.add_argument("--rates", type=float, nargs="+", default=[20, 40, 80, 120, 160])
     parser.add_argument("--duration", type=int, default=15, help="seconds per rate")
     parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--engine", choices=ENGINES, default="embedded",
+                        help="vllm: vLLM CPU servers (the vllm tier's tiny model) on the "
+                             "last CPU")
     parser.add_argument("--knee-ms", type=float, default=KNEE_GROWTH_MS,
                         help="cost growth over the lowest rate's that marks the knee "
                              "(the product's threshold by default)")
     args = parser.parse_args()
 
     import psutil
-    from tests.real_layers import start_vllm_router
-
-    from zerohop.sim.embedded import start_embedded_replicas
+    from tests.real_layers import start_engine_replicas, start_vllm_router
 
     work = Path(tempfile.mkdtemp(prefix="zerohop-knee-"))
+    model = ["--model", "tiny"] if args.engine == "vllm" else []
     workload = work / "flood.yaml"
     workload.write_text(FLOOD)
     knees = {}
     with ExitStack() as stack:
-        replicas = start_embedded_replicas(args.replicas)
-        for replica in replicas:
-            stack.callback(replica.stop)
-        urls = [r.url for r in replicas]
-        engines = [psutil.Process(r.pid) for r in replicas]
+        replicas = start_engine_replicas(args.engine, args.replicas, work, stack)
+        urls = [url for url, _pid in replicas]
+        engines = [psutil.Process(pid) for _url, pid in replicas]
         for quota in args.quotas:
             router = start_vllm_router(urls, "round_robin", work, name=f"router-{quota}")
             cgroup = _limit_cpu(router.pid, quota, f"zerohop-knee-{os.getpid()}-{quota}")
@@ -84,7 +90,7 @@ def main() -> None:
                 rows = []
                 for rate in args.rates:
                     row = _one_rate(rate, args.duration, urls[0], router, engines, workload,
-                                    work, psutil.Process(router.pid), cgroup)
+                                    work, psutil.Process(router.pid), cgroup, model)
                     rows.append(row)
                     print(f"{rate:>6g} {_cell(row, 'p50'):>24} {_cell(row, 'p99'):>24} "
                           f"{row['router_cpu_pct']:>10.1f}% "
@@ -112,13 +118,13 @@ def main() -> None:
 
 
 def _one_rate(rate: float, duration: int, direct: str, router, engines, workload: Path,
-              work: Path, router_process, cgroup: Path) -> dict:
+              work: Path, router_process, cgroup: Path, model: list[str]) -> dict:
     name = f"rate{rate:g}-{time.time_ns()}"
     cpu0 = _cpu_s(router_process)
     engine0 = [_cpu_s(e) for e in engines]
     throttled0 = _throttled(cgroup)
     result = subprocess.run(
-        [sys.executable, "-m", "zerohop", "run", "--host", direct, "--compare-layer",
+        [sys.executable, "-m", "zerohop", "run", "--host", direct, *model, "--compare-layer",
          "--layer-url", f"router={router.url}", "--workload", str(workload), "--only",
          "ShortQueryFlood", "--rate", str(rate), "--duration", f"{duration}s",
          "--results-dir", str(work), "--name", name, "--no-report"],
@@ -152,8 +158,12 @@ def _throttled(group: Path) -> tuple[float, float]:
 
 
 def _cpu_s(process) -> float:
-    times = process.cpu_times()
-    return float(times.user + times.system)
+    """CPU seconds of the process and its live children (vLLM's engine core is one)."""
+    total = 0.0
+    for each in [process, *process.children(recursive=True)]:
+        times = each.cpu_times()
+        total += times.user + times.system
+    return float(total)
 
 
 def _cell(row: dict, stat: str) -> str:

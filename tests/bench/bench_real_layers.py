@@ -42,6 +42,8 @@ if str(REPO) not in sys.path:
 
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
          "load: {kind: closed, users: 4}\n")
+from tests.real_layers import ENGINES  # noqa: E402
+
 POLICIES = ("round_robin", "power_of_two", "cache_aware")
 
 
@@ -51,14 +53,15 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=60, help="seconds of load")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--users", type=int, default=4)
-    parser.add_argument("--engine", choices=("embedded", "vllm"), default="embedded")
+    parser.add_argument("--engine", choices=ENGINES, default="embedded")
     args = parser.parse_args()
 
-    from tests.real_layers import start_nginx, start_vllm_router
+    from tests.real_layers import start_engine_replicas, start_nginx, start_vllm_router
 
     work = Path(tempfile.mkdtemp(prefix="zerohop-real-layers-"))
     with ExitStack() as stack:
-        urls = start_replicas(args.engine, args.replicas, work, stack)
+        urls = [url for url, _pid in start_engine_replicas(args.engine, args.replicas,
+                                                             work, stack)]
         arms: list[str] = []
         if args.what == "cost":
             router = stack.enter_context(start_vllm_router(urls, "round_robin", work))
@@ -86,36 +89,6 @@ def main() -> None:
         if result.returncode != 0:
             print(result.stderr[-3000:], file=sys.stderr)
             sys.exit(result.returncode)
-
-
-def start_replicas(engine: str, count: int, work: Path, stack: ExitStack) -> list[str]:
-    """`count` replicas' URLs; each is stopped when `stack` closes."""
-    if engine == "embedded":
-        from zerohop.sim.embedded import start_embedded_replicas
-
-        replicas = start_embedded_replicas(count)
-        for replica in replicas:
-            stack.callback(replica.stop)
-        return [r.url for r in replicas]
-    import os
-
-    from tests.vllm_cpu import build_tiny_model, default_model_dir, probe_env, start_vllm
-
-    probe = probe_env(setup=False)
-    if probe.env is None:
-        sys.exit(f"no vLLM CPU env at {probe.venv}: run tools/vllm_cpu/setup_env.sh")
-    model_dir = build_tiny_model(probe.env, default_model_dir())
-    cpus = sorted(os.sched_getaffinity(0))
-    engine_cpus = cpus[-1:] if len(cpus) >= 2 else None
-    urls = []
-    for index in range(count):
-        server = stack.enter_context(start_vllm(
-            probe.env, model_dir, cpus=engine_cpus, log_path=work / f"vllm{index}.log",
-            extra_args=["--enable-prompt-tokens-details"]))
-        urls.append(server.url)
-    if engine_cpus:  # the load generator and the layers it starts: the other CPUs
-        os.sched_setaffinity(0, cpus[:-1])
-    return urls
 
 
 if __name__ == "__main__":
