@@ -22,9 +22,9 @@ from zerohop.planning.sweep import (
     INDEX_FILE,
     SweepPlan,
     layer_knee_of,
-    plan_from_flags,
     run_sweep,
 )
+from zerohop.planning.sweep_cli import plan_from_flags
 from zerohop.planning.sweep_page import SWEEP_PAGE, write_sweep_page
 from zerohop.runner.plan import RunPlan
 

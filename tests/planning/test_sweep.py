@@ -15,10 +15,10 @@ from zerohop.planning.sweep import (
     SaturationRule,
     SweepPlan,
     judge_saturation,
-    parse_loads,
     read_index,
     run_sweep,
 )
+from zerohop.planning.sweep_cli import parse_loads
 from zerohop.runner.plan import RunPlan
 
 pytestmark = pytest.mark.unit

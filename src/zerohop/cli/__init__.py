@@ -22,7 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "exporter": "zerohop.telemetry.exporter:exporter_command",
     "calibrate": "zerohop.planning.calibrate:calibrate_command",
     "consolidate": "zerohop.cli.consolidate:consolidate_command",
-    "sweep": "zerohop.planning.sweep:sweep_command",
+    "sweep": "zerohop.planning.sweep_cli:sweep_command",
     "capacity": "zerohop.planning.capacity_cli:capacity_command",
     "nightly": "zerohop.planning.nightly:nightly_command",
     "locustfile": "zerohop.cli.locustfile:locustfile_command",
