@@ -32,22 +32,19 @@ from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
 from zerohop.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from zerohop.sim.metrics import render_metrics
-from zerohop.sim.pd_roles import DECODE_ROLE, PREFILL_ROLE, DecodeLeg, PrefillLeg, is_prefill_leg
+from zerohop.sim.pd_roles import pd_legs
 from zerohop.sim.pooling import POOLING_PATHS, serve_pooling
 from zerohop.sim.prefix_cache import peek_cached_tokens, request_block_hashes
-from zerohop.sim.responses_shape import responses_messages
+from zerohop.sim.request_fields import RequestError, json_body, read_generation_fields
 from zerohop.sim.sequence import EngineError
 from zerohop.sim.streams import BufferedResponse, ResponseContext, StreamingResponse
 from zerohop.sim.tokenize import TOKENIZE_PATH, tokenize_response
 from zerohop.sim.tokens import (
-    count_chat_tokens,
-    count_prompt_tokens,
     draw_output_tokens,
     word_offset,
 )
 
 LOOP_PROBE_INTERVAL_S = 0.1
-COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's and vLLM's default for /v1/completions
 
 
 @dataclass(frozen=True)
@@ -60,16 +57,6 @@ class _Refusal:
     api: str
     request_id: str
     extra_headers: list[tuple[bytes, bytes]]
-
-
-class RequestError(Exception):
-    """A client error found while reading the request (HTTP status + message)."""
-
-    def __init__(self, status: int, message: str, error_type: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.error_type = error_type
 
 
 class SimApp:
@@ -243,7 +230,7 @@ class SimApp:
         try:
             self._check_auth(request, api)
             fault = self._fault_for(request, request_id)
-            body = _json_body(request.body)
+            body = json_body(request.body)
             model_name = body.get("model")
             if not isinstance(model_name, str) or not model_name:
                 raise RequestError(400, "`model` is required")
@@ -252,7 +239,7 @@ class SimApp:
                 raise RequestError(404, f"The model `{model_name}` does not exist.")
             engine, adapter = route
             prompt_tokens, max_tokens, stream, include_usage, ignore_eos, min_tokens = (
-                _read_generation_fields(api, body, engine.max_model_len)
+                read_generation_fields(api, body, engine.max_model_len)
             )
         except RequestError as err:
             self._reject(refused, err.status, err.message, err.error_type, model=None)
@@ -312,7 +299,11 @@ class SimApp:
             emission_lag=self.emission_lag,
             keep_token_lags=self.config.ground_truth_token_lags,
             extra_headers=extra_headers,
-            **self._pd_legs(body, engine, prompt_tokens, stream),
+            **pd_legs(self.config.pd.role, body, stream=stream, prompt_tokens=prompt_tokens,
+                      kv_bytes_per_token=engine.model.kv_bytes_per_token,
+                      bandwidth_gbps=self.config.pd.kv_bandwidth_gbps,
+                      latency_ms=self.config.pd.kv_latency_ms, engine_id=self._id_prefix,
+                      host=self.config.host, port=self.bound_port),
         )
         seq_args = {
             "request_id": request_id,
@@ -325,21 +316,6 @@ class SimApp:
         }
         response = (StreamingResponse if stream else BufferedResponse)(ctx, seq_args)
         response.start()
-
-    def _pd_legs(self, body: dict[str, Any], engine: Engine, prompt_tokens: int,
-                 stream: bool) -> dict[str, Any]:
-        """A PD instance's part in the request (sim.pd_roles); none for a request
-        without kv_transfer_params, which a PD instance serves as a plain one."""
-        pd = self.config.pd
-        if pd.role == PREFILL_ROLE and not stream and is_prefill_leg(body):
-            return {"prefill_leg": PrefillLeg(self._id_prefix, self.config.host,
-                                              self.bound_port)}
-        if pd.role == DECODE_ROLE:
-            leg = DecodeLeg.from_body(body, prompt_tokens, engine.model.kv_bytes_per_token,
-                                      pd.kv_bandwidth_gbps, pd.kv_latency_ms)
-            if leg is not None:
-                return {"decode_leg": leg}
-        return {}
 
     def _check_auth(self, request: HttpRequest, api: str) -> None:
         key = self.config.api_key
@@ -428,68 +404,6 @@ class SimApp:
                 "emit_lag_ms": None,
             }
         )
-
-
-def _json_body(raw: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RequestError(400, f"request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise RequestError(400, "request body must be a JSON object")
-    return body
-
-
-def _read_generation_fields(
-    api: str, body: dict[str, Any], max_model_len: int
-) -> tuple[int, int, bool, bool, bool, int]:
-    """(prompt_tokens, max_tokens, stream, include_usage, ignore_eos, min_tokens)."""
-    try:
-        if api == "completions":
-            if "prompt" not in body:
-                raise RequestError(400, "`prompt` is required")
-            prompt_tokens = count_prompt_tokens(body["prompt"])
-        elif api == "chat":
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not messages:
-                raise RequestError(400, "`messages` must be a non-empty list")
-            prompt_tokens = count_chat_tokens(messages)
-        elif api == "responses":  # counted as the chat messages it holds
-            prompt_tokens = count_chat_tokens(responses_messages(body))
-        else:
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not messages:
-                raise RequestError(400, "messages: field required (a non-empty list)")
-            prompt_tokens = count_chat_tokens(messages, system=body.get("system"))
-    except ValueError as exc:
-        raise RequestError(400, str(exc)) from None
-    raw_max = (body.get("max_output_tokens") if api == "responses"
-               else body.get("max_completion_tokens", body.get("max_tokens")))
-    if api == "messages" and raw_max is None:
-        raise RequestError(400, "max_tokens: Field required")
-    if raw_max is None:
-        max_tokens = (
-            COMPLETIONS_DEFAULT_MAX_TOKENS
-            if api == "completions"
-            else max(1, max_model_len - prompt_tokens)
-        )
-    elif isinstance(raw_max, bool) or not isinstance(raw_max, int) or raw_max < 1:
-        raise RequestError(400, "max_tokens must be a positive integer")
-    else:
-        max_tokens = raw_max
-    n = body.get("n", 1)
-    if n != 1:
-        raise RequestError(400, "the sim supports n=1 only")
-    stream = bool(body.get("stream", False))
-    options = body.get("stream_options") or {}
-    # a Responses stream always ends with its usage (in response.completed)
-    include_usage = api == "responses" or bool(
-        isinstance(options, dict) and options.get("include_usage"))
-    ignore_eos = bool(body.get("ignore_eos", False))
-    min_tokens = body.get("min_tokens", 0)
-    if not isinstance(min_tokens, int) or min_tokens < 0:
-        raise RequestError(400, "min_tokens must be a non-negative integer")
-    return prompt_tokens, max_tokens, stream, include_usage, ignore_eos, min(min_tokens, max_tokens)
 
 
 async def serve(

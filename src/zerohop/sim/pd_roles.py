@@ -17,6 +17,7 @@ own queue and first step, so a client can split each request's TTFT
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,12 @@ class PrefillLeg:
     engine_id: str
     host: str
     port: int
+
+    def answer(self, body: bytes, seq: Sequence, block_size: int) -> bytes:
+        """The prefill's JSON answer with its top-level `kv_transfer_params` added."""
+        document = json.loads(body)
+        document["kv_transfer_params"] = self.kv_transfer_params(seq, block_size)
+        return json.dumps(document, separators=(",", ":")).encode()
 
     def kv_transfer_params(self, seq: Sequence, block_size: int) -> dict[str, Any]:
         blocks = min(MAX_BLOCK_IDS, -(-seq.prompt_tokens // block_size))
@@ -136,6 +143,11 @@ class DecodeLeg:
             text += f', pd;desc="{rid}"'
         return text.encode("latin-1", "replace")
 
+    def headers(self, extra: list[tuple[bytes, bytes]],
+                seq: Sequence) -> list[tuple[bytes, bytes]]:
+        """The reply's headers: `extra` and this path's Server-Timing."""
+        return [*extra, (b"server-timing", self.server_timing(seq))]
+
     def ground_truth(self, seq: Sequence) -> dict[str, Any]:
         return {
             "pd_role": DECODE_ROLE,
@@ -161,3 +173,18 @@ def _number(value: object) -> float | None:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def pd_legs(role: str | None, body: dict[str, Any], *, stream: bool, prompt_tokens: int,
+            kv_bytes_per_token: int, bandwidth_gbps: float, latency_ms: float,
+            engine_id: str, host: str, port: int) -> dict[str, Any]:
+    """A PD instance's part in one request, as `ResponseContext` fields; none for a
+    request without kv_transfer_params, which a PD instance serves as a plain one."""
+    if role == PREFILL_ROLE and not stream and is_prefill_leg(body):
+        return {"prefill_leg": PrefillLeg(engine_id, host, port)}
+    if role == DECODE_ROLE:
+        leg = DecodeLeg.from_body(body, prompt_tokens, kv_bytes_per_token, bandwidth_gbps,
+                                  latency_ms)
+        if leg is not None:
+            return {"decode_leg": leg}
+    return {}

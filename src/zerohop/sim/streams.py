@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -124,9 +123,8 @@ class _ResponseBase:
     def _server_timing(self) -> list[tuple[bytes, bytes]]:
         """The reply's headers, with the PD decode's Server-Timing once it is known."""
         leg = self.ctx.decode_leg
-        if leg is None:
-            return self.ctx.extra_headers
-        return [*self.ctx.extra_headers, (b"server-timing", leg.server_timing(self.seq))]
+        return self.ctx.extra_headers if leg is None else leg.headers(self.ctx.extra_headers,
+                                                                      self.seq)
 
     def prepare_token(self, seq: Sequence, finished: bool) -> PreparedWrite | None:
         return None
@@ -525,8 +523,7 @@ class BufferedResponse(_ResponseBase):
                 self.conn.close()
             return
         if self.ctx.prefill_leg is not None:
-            body = _with_kv_transfer_params(body, self.ctx.prefill_leg.kv_transfer_params(
-                seq, self.engine.pool.block_size))
+            body = self.ctx.prefill_leg.answer(body, seq, self.engine.pool.block_size)
         if name in ("invalid_json", "malformed_sse"):
             body = body[: len(body) // 2]
         self.conn.send(200, body, extra_headers=self._server_timing())
@@ -538,13 +535,6 @@ class BufferedResponse(_ResponseBase):
         body = error_body(self.shape.api, error.status, error.message, error.error_type)
         self.conn.send(error.status, body, extra_headers=self.ctx.extra_headers)
         self._record(f"http_{error.status}", status=error.status, error_type=error.error_type)
-
-
-def _with_kv_transfer_params(body: bytes, params: dict[str, Any]) -> bytes:
-    """A PD prefill's answer: its JSON body with top-level `kv_transfer_params`."""
-    document = json.loads(body)
-    document["kv_transfer_params"] = params
-    return json.dumps(document, separators=(",", ":")).encode()
 
 
 def _loop_time_at(perf_ns: int) -> float:
