@@ -8,9 +8,9 @@ control (zerohop's own 0 ms pass-through, `--control`),
   undelayed requests' 0.5/0.9 quantile, so net of the control its interval contains
   Q(0.556) − Q(0.5) of the control's own TTFTs (a fraction of a millisecond here, not
   0: a CI run's narrow interval excluded 0) — and ~100 ms at p99: its interval comes
-  within DELAY_SLACK_MS of the delay. Not exactly the delay: a delayed request's own path
-  is not a direct one's (the layer wakes it a little late on a busy 2-core machine, and
-  the arm's p99 is the delayed tenth's p90), and a CI run's narrow interval, [+100.10,
+  within DELAY_SLACK_MS of the delay. Not exactly the delay: against direct, the delayed
+  arm also pays the hop itself (the control's cost, tenths of a millisecond) and its p99
+  is the delayed tenth's p90, not direct's p99; a CI run's narrow interval, [+100.10,
   +100.47], excluded 100.0 by a tenth of a millisecond.
 
 Pricing a layer by its mean (10 ms everywhere) fails both: the checks are per percentile.
