@@ -16,8 +16,9 @@ from zerohop.sim.config import ServedModelConfig
 from zerohop.sim.engine import Engine
 from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import RunNow
+from zerohop.sim.response_base import ResponseContext
 from zerohop.sim.sequence import Sequence
-from zerohop.sim.streams import ResponseContext, StreamingResponse
+from zerohop.sim.streams import StreamingResponse
 
 pytestmark = pytest.mark.unit
 # thinks for 3 tokens, then calls a tool (the answers of 1 and 2 tokens end inside it)

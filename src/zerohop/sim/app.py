@@ -23,6 +23,7 @@ from zerohop.core.records import REPLICA_HEADER, ClockAnchor, http_outcome
 from zerohop.sim.answer_plan import draw_answer_plan
 from zerohop.sim.api_routes import ApiRoute, api_routes
 from zerohop.sim.api_shapes import error_body, models_body
+from zerohop.sim.buffered_response import BufferedResponse
 from zerohop.sim.config import SimConfig
 from zerohop.sim.engine import Engine
 from zerohop.sim.engine_stats import engine_stats
@@ -36,8 +37,9 @@ from zerohop.sim.pd_roles import pd_legs
 from zerohop.sim.pooling import POOLING_PATHS, serve_pooling
 from zerohop.sim.prefix_cache import peek_cached_tokens, request_block_hashes
 from zerohop.sim.request_fields import RequestError, json_body, read_generation_fields
+from zerohop.sim.response_base import ResponseContext
 from zerohop.sim.sequence import EngineError
-from zerohop.sim.streams import BufferedResponse, ResponseContext, StreamingResponse
+from zerohop.sim.streams import StreamingResponse
 from zerohop.sim.tokenize import TOKENIZE_PATH, tokenize_response
 from zerohop.sim.tokens import (
     draw_output_tokens,

@@ -6,34 +6,26 @@ for its ground-truth record. Requests without a stream fault prepare each token'
 when its step is planned (`prepare_token`) and the engine writes them (and puts their
 lags into the emission-lag histogram); the faulty ones write in `on_token`
 (`_on_token_with_fault`), which is allowed to be slow, and note their lags themselves.
-`BufferedResponse` answers non-streaming requests with one JSON body at the end.
+What every response shares (its record, its lags) is `sim/response_base.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from zerohop.core.records import INCOMPLETE_STREAM, OK, PROTOCOL_ERROR, stream_error_outcome
-from zerohop.sim.api_shapes import WireShape, error_body
-from zerohop.sim.engine import Engine
 from zerohop.sim.faults import FaultSpec
-from zerohop.sim.ground_truth import GroundTruthLog
-from zerohop.sim.histograms import LagRecorder
-from zerohop.sim.http_server import LAST_CHUNK, HttpConnection, HttpRequest, chunk
-from zerohop.sim.pd_roles import DecodeLeg, PrefillLeg, prefill_ground_truth
-from zerohop.sim.sequence import NULL_SINK, EngineError, PreparedWrite, Sequence
-from zerohop.sim.tokens import WORD_PIECE_BYTES, generated_text
+from zerohop.sim.http_server import LAST_CHUNK, chunk
+from zerohop.sim.response_base import ResponseBase, ResponseContext
+from zerohop.sim.sequence import EngineError, PreparedWrite, Sequence
+from zerohop.sim.tokens import WORD_PIECE_BYTES
 
 _N_PIECES = len(WORD_PIECE_BYTES)
 _LONGEST_PIECE = max(len(piece) for piece in WORD_PIECE_BYTES)
-_clock = time.perf_counter_ns
 MALFORMED_SSE_LINE = b"zerohop-malformed-line-without-field-separator\n\n"
-CANCELLED_OUTCOME = "cancelled"
 
 _Lane = tuple[Callable[[bytes], object], Callable[[], bool], tuple[bytes, ...], bytes, bytes]
 """A healthy stream's write path: (write, is_closing, chunk-size lines by word length,
@@ -54,182 +46,7 @@ def _closing(tail: bytes) -> bytes:
     return tail + b"\r\n"
 
 
-@dataclass
-class ResponseContext:
-    """What every response needs besides the sequence itself."""
-
-    conn: HttpConnection
-    request: HttpRequest
-    engine: Engine
-    shape: WireShape
-    request_id: str
-    model_name: str
-    adapter: str | None
-    word_offset: int
-    fault: FaultSpec | None
-    ground_truth: GroundTruthLog
-    emission_lag: LagRecorder
-    keep_token_lags: bool
-    extra_headers: list[tuple[bytes, bytes]]
-    prefill_leg: PrefillLeg | None = None  # PD prefill: answer with kv_transfer_params
-    decode_leg: DecodeLeg | None = None  # PD decode: the KV arrives, then decode
-
-
-class _ResponseBase:
-    __slots__ = ("conn", "ctx", "engine", "fault_name", "finished_record", "first_write_ns",
-                 "lag_count", "lag_max_ns", "lag_sum_ns", "last_write_ns", "offset", "seq",
-                 "shape", "token_lags_us", "token_writes_ns")
-
-    def __init__(self, ctx: ResponseContext, seq_args: dict[str, Any]) -> None:
-        self.ctx = ctx
-        self.conn = ctx.conn
-        self.shape = ctx.shape
-        self.engine = ctx.engine
-        self.offset = ctx.word_offset
-        self.seq = Sequence(sink=self, **seq_args)
-        self.first_write_ns: int | None = None
-        self.last_write_ns = 0
-        self.lag_count = 0
-        self.lag_sum_ns = 0
-        self.lag_max_ns = 0
-        self.token_lags_us: list[int] | None = [] if ctx.keep_token_lags else None
-        self.token_writes_ns: list[int] | None = [] if ctx.keep_token_lags else None
-        self.finished_record = False
-        fault = ctx.fault
-        self.fault_name = fault.name if fault is not None else None
-        if fault is not None:
-            if fault.name in ("stall_before_first", "slow_headers"):
-                self.seq.paused_until_ns = self.seq.arrival_ns + int(fault.number("s") * 1e9)
-            elif fault.name == "stall_mid":
-                self.seq.pause_after_tokens = fault.integer("after")
-                self.seq.pause_ns = int(fault.number("s") * 1e9)
-
-    def start(self) -> None:
-        self.conn.on_lost = self._client_gone
-        leg = self.ctx.decode_leg
-        if leg is None:
-            self.engine.submit(self.seq)
-            return
-        # PD decode: the prompt's KV (all but its last token, which the first step
-        # computes) is pulled first; the sequence joins the queue when it is here
-        self.seq.remote_kv_tokens = max(0, self.seq.prompt_tokens - 1)
-        asyncio.get_running_loop().call_at(
-            _loop_time_at(self.seq.arrival_ns + leg.transfer_ns), self._kv_arrived)
-
-    def _kv_arrived(self) -> None:
-        if not self.seq.done:
-            self.engine.submit(self.seq)
-
-    def _server_timing(self) -> list[tuple[bytes, bytes]]:
-        """The reply's headers, with the PD decode's Server-Timing once it is known."""
-        leg = self.ctx.decode_leg
-        return self.ctx.extra_headers if leg is None else leg.headers(self.ctx.extra_headers,
-                                                                      self.seq)
-
-    def prepare_token(self, seq: Sequence, finished: bool) -> PreparedWrite | None:
-        return None
-
-    def on_token(
-        self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
-    ) -> None:
-        raise NotImplementedError
-
-    def on_error(self, seq: Sequence, error: EngineError) -> None:
-        raise NotImplementedError
-
-    def _client_gone(self) -> None:
-        if not self.seq.done:
-            self.engine.abort(self.seq)
-        self._record(CANCELLED_OUTCOME, status=200)
-
-    def _note_write(self, scheduled_ns: int, written_ns: int = 0) -> None:
-        """A token the response wrote itself went out at `written_ns` (0: just now)."""
-        now = written_ns or _clock()
-        if self.first_write_ns is None:
-            self.first_write_ns = now
-        self.last_write_ns = now
-        lag = now - scheduled_ns
-        self.ctx.emission_lag.add_ns(lag)
-        self.lag_count += 1
-        self.lag_sum_ns += lag
-        if lag > self.lag_max_ns:
-            self.lag_max_ns = lag
-        if self.token_lags_us is not None:
-            self._keep_token_lag(now, lag)
-
-    def _keep_token_lag(self, written_ns: int, lag: int) -> None:
-        """With `ground_truth_token_lags`: each token's write time and lag."""
-        assert self.token_lags_us is not None and self.token_writes_ns is not None
-        self.token_writes_ns.append(written_ns)
-        self.token_lags_us.append(max(0, lag) // 1000)
-
-    def _record(
-        self,
-        outcome: str,
-        *,
-        status: int,
-        error_type: str | None = None,
-        completion_tokens: int | None = None,
-    ) -> None:
-        if self.finished_record:
-            return
-        self.finished_record = True
-        seq = self.seq
-        if seq.done:  # the engine is through with it: no cycle left for the collector
-            seq.sink = NULL_SINK
-        gt = self.ctx.ground_truth
-        arrival = seq.arrival_ns
-        lags: Any
-        if self.token_lags_us is not None:
-            lags = [round(v / 1000, 3) for v in self.token_lags_us]
-        elif self.lag_count:
-            lags = {
-                "n": self.lag_count,
-                "mean": round(self.lag_sum_ns / self.lag_count / 1e6, 4),
-                "max": round(self.lag_max_ns / 1e6, 4),
-            }
-        else:
-            lags = None
-        completion = seq.num_output if completion_tokens is None else completion_tokens
-        answer = self.shape.answer
-        record = {
-                "request_id": self.ctx.request_id,
-                "api": self.shape.api,
-                "model": self.ctx.model_name,
-                "adapter": self.ctx.adapter,
-                "stream": isinstance(self, StreamingResponse),
-                "accepted_ts": gt.wall_s(self.ctx.request.accepted_ns),
-                "arrival_ts": gt.wall_s(arrival),
-                "first_token_ts": gt.wall_s(self.first_write_ns),
-                "last_token_ts": gt.wall_s(self.last_write_ns or None),
-                "scheduled_first_token_ts": gt.wall_s(seq.first_token_ns),
-                "prompt_tokens": seq.prompt_tokens,
-                "completion_tokens": completion,
-                "reasoning_tokens": answer.reasoning_in(completion),
-                "tool_calls": answer.tool_calls_in(completion),
-                "max_tokens": seq.max_tokens,
-                "outcome": outcome,
-                "http_status": status,
-                "error_type": error_type,
-                "finish_reason": seq.finish_reason,
-                "fault": self.ctx.fault.header_value() if self.ctx.fault else None,
-                "server_ttft_ms": _ms(self.first_write_ns, arrival),
-                "server_e2e_ms": _ms(self.last_write_ns or None, arrival),
-                "queue_ms": _ms(seq.first_scheduled_ns, arrival),
-                "preemptions": seq.preemptions,
-                "max_emission_lag_ms": round(self.lag_max_ns / 1e6, 4) if self.lag_count else None,
-                "emit_lag_ms": lags,
-                "token_ts": (None if self.token_writes_ns is None
-                             else [gt.wall_s(ns) for ns in self.token_writes_ns]),
-        }
-        if self.ctx.decode_leg is not None:
-            record.update(self.ctx.decode_leg.ground_truth(seq))
-        elif self.ctx.prefill_leg is not None:
-            record.update(prefill_ground_truth(seq))
-        gt.add(record)
-
-
-class StreamingResponse(_ResponseBase):
+class StreamingResponse(ResponseBase):
     """SSE over chunked encoding, one chunk per token.
 
     A healthy stream's token chunk is built when its step is planned
@@ -246,6 +63,7 @@ class StreamingResponse(_ResponseBase):
     write, take `_on_token_slow`, which builds and writes it on the spot.
     """
 
+    STREAM = True
     __slots__ = ("_lane", "_pending", "_socket")
 
     def __init__(self, ctx: ResponseContext, seq_args: dict[str, Any]) -> None:
@@ -483,64 +301,3 @@ class StreamingResponse(_ResponseBase):
             stream_error_outcome(error.error_type), status=200, error_type=error.error_type
         )
         self.conn.finish()
-
-
-class BufferedResponse(_ResponseBase):
-    """A non-streaming request: one JSON body when the answer is complete."""
-
-    __slots__ = ()
-
-    def on_token(
-        self, seq: Sequence, scheduled_ns: int, finished: bool, written_ns: int
-    ) -> None:
-        if seq.num_output == 1:
-            self.first_write_ns = None  # set at the real write below
-        if not finished:
-            return
-        reason = seq.finish_reason or "length"
-        text = generated_text(self.offset, seq.num_output)
-        name = self.fault_name
-        if name == "oversized_chunk" and self.ctx.fault is not None:
-            text += " " + "x" * self.ctx.fault.integer("bytes")
-        body = self.shape.final_body(text, seq.prompt_tokens, seq.num_output, reason,
-                                     seq.num_cached)
-        if name == "stream_error" and self.ctx.fault is not None:
-            kind = self.ctx.fault.text("type")
-            body = error_body(self.shape.api, 500, self.ctx.fault.text("message"), kind)
-            self.conn.send(500, body, extra_headers=self.ctx.extra_headers)
-            self._note_write(scheduled_ns)
-            self._record(f"http_{500}", status=500, error_type=kind)
-            return
-        if name in ("drop_mid", "reset", "missing_terminator"):
-            head = self.conn.start_chunked(200, b"application/json", self.ctx.extra_headers)
-            self.conn.write(head + chunk(body[: len(body) // 2]))
-            self._note_write(scheduled_ns)
-            self._record(INCOMPLETE_STREAM, status=200)
-            self.conn.on_lost = None
-            if name == "reset":
-                self.conn.reset()
-            else:
-                self.conn.close()
-            return
-        if self.ctx.prefill_leg is not None:
-            body = self.ctx.prefill_leg.answer(body, seq, self.engine.pool.block_size)
-        if name in ("invalid_json", "malformed_sse"):
-            body = body[: len(body) // 2]
-        self.conn.send(200, body, extra_headers=self._server_timing())
-        self._note_write(scheduled_ns)
-        broken = name in ("invalid_json", "malformed_sse")
-        self._record(PROTOCOL_ERROR if broken else OK, status=200)
-
-    def on_error(self, seq: Sequence, error: EngineError) -> None:
-        body = error_body(self.shape.api, error.status, error.message, error.error_type)
-        self.conn.send(error.status, body, extra_headers=self.ctx.extra_headers)
-        self._record(f"http_{error.status}", status=error.status, error_type=error.error_type)
-
-
-def _loop_time_at(perf_ns: int) -> float:
-    """The event loop's clock reading at `perf_counter_ns` time `perf_ns`."""
-    return asyncio.get_running_loop().time() + (perf_ns - _clock()) / 1e9
-
-
-def _ms(later_ns: int | None, earlier_ns: int) -> float | None:
-    return None if later_ns is None else round((later_ns - earlier_ns) / 1e6, 4)
