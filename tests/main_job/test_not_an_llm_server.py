@@ -1,5 +1,7 @@
 """A URL that serves HTTP but no LLM API (here `python -m http.server`) is refused in one
-line before any load, with or without --model: nothing is measured, no folder written."""
+line before any load, with or without --model: nothing is measured, no folder written.
+So is it, and a URL where nothing answers, under plain Locust (`locust -f loadtests/`):
+no user is spawned to fail with a traceback."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.loadgen.conftest import run_locust
 from tests.main_job.test_run_command import assert_one_line_error, zerohop
 from tests.reliability.conftest import free_port, stop_group, wait_for
 
@@ -49,4 +52,20 @@ def test_a_file_server_is_refused_before_any_load(file_server: str, model: list[
                   "--results-dir", str(tmp_path / "r"), timeout=60)
     assert_one_line_error(res, 2, file_server, "no LLM API", "/v1/chat/completions")
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("target, code, words", [
+    ("file_server", 2, ["no LLM API", "/v1/chat/completions"]),
+    ("nothing", 3, ["unreachable"]),
+])
+def test_plain_locust_refuses_a_target_before_spawning(file_server: str, target: str,
+                                                       code: int, words: list[str],
+                                                       tmp_path: Path) -> None:
+    host = file_server if target == "file_server" else f"http://127.0.0.1:{free_port()}"
+    res = run_locust(["--headless", "-H", host, "-u", "2", "-r", "2", "-t", "5s",
+                      "--results-dir", str(tmp_path / "r")], timeout=60)
+    assert_one_line_error(res, code, host, *words)
+    zerohop_lines = [line for line in res.stderr.splitlines() if "zerohop: error:" in line]
+    assert len(zerohop_lines) == 1, res.stderr
     assert not (tmp_path / "r").exists()

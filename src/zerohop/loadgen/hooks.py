@@ -15,7 +15,8 @@ from typing import Any
 
 import gevent
 
-from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED
+from zerohop.client.target_check import check_target
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED, RunError
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.core.redaction import known_secrets, scrub
 from zerohop.loadgen import options as opt
@@ -81,6 +82,11 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
     _validate_options(environment)
     if not environment.host:
         _start_embedded_target(environment, rt)
+    elif not opt.option(environment, "zh_plan"):  # plain Locust: as `zerohop run` does,
+        try:  # one line and exit 3 or 2, not a traceback from every user at spawn
+            check_target(environment.host, opt.option(environment, "zh_api"))
+        except RunError as exc:
+            _fail(str(exc), exc.code)
     _select_workloads(environment, rt)
     _open_results(environment, rt)
     _record_selection(environment, rt)

@@ -3,15 +3,13 @@ the summary, the report and the exit code (see `zerohop.core.exit_codes`)."""
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
+from zerohop.client.target_check import check_llm_target, check_reachable
 from zerohop.core.exit_codes import (
     EXIT_INTERRUPTED_BASE,
     EXIT_NO_SUCCESS,
@@ -26,7 +24,6 @@ from zerohop.core.layout import LOCUST_LOG, MICROBENCH_FILE, REPORT_FILE
 from zerohop.core.redaction import scrub
 from zerohop.runner.locust_process import last_error_line, run_locust
 from zerohop.runner.plan import RunPlan, manifest_config
-from zerohop.runner.target_check import check_llm_target
 from zerohop.storage import run_folder as results
 from zerohop.storage.selfcheck_files import attach_certificate
 
@@ -89,25 +86,6 @@ def _arms_entry(plan: RunPlan) -> dict[str, Any]:
     if not plan.arm_hosts:
         return {}
     return {"arms": [{"arm": arm, "url": url} for arm, url in plan.arm_hosts.items()]}
-
-
-def check_reachable(host: str) -> None:
-    """Exit 3 early, with one line, when nothing answers at the host (a `user:pass@`
-    in the URL is not part of the address urllib would look up)."""
-    parts = urllib.parse.urlsplit(host)
-    address = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-    for path in ("/health", "/v1/models", "/"):
-        try:
-            with urllib.request.urlopen(address.rstrip("/") + path, timeout=5):
-                return
-        except urllib.error.HTTPError:
-            return  # something answers HTTP: reachable
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            last = f"{host} is unreachable: {reason}"
-            if isinstance(reason, ConnectionRefusedError | TimeoutError):
-                raise RunError(last, EXIT_UNREACHABLE) from None
-    raise RunError(last, EXIT_UNREACHABLE)
 
 
 def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:

@@ -1,7 +1,9 @@
-"""Before any load: is the URL an LLM server at all? A URL that answers HTTP but serves
-no LLM API (a static file server, a web app, a base URL with a wrong path) would
-otherwise start a run whose every request fails, or fail inside Locust with a
-traceback; here it is one line and exit 2, with nothing written.
+"""Before any load: does anything answer at the URL (`check_reachable`, exit 3), and is
+it an LLM server at all (`check_llm_target`)? `zerohop run` and a plain Locust run of
+`loadtests/` both ask. A URL that answers HTTP but serves no LLM API (a static file
+server, a web app, a base URL with a wrong path) would otherwise start a run whose every
+request fails, or fail inside Locust with a traceback; here it is one line and exit 2,
+with nothing written.
 
 Two looks, neither of which generates a token: `GET /v1/models` (a JSON model list)
 and a `POST` of an empty JSON object to the API's endpoint (an LLM server rejects it
@@ -13,12 +15,13 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
 from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import GenerationRequest
-from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, RunError
 
 TIMEOUT_S = 5.0
 NO_ENDPOINT = (404, 405, 501)  # what a server without the path answers
@@ -31,6 +34,31 @@ class Answer:
 
     def describe(self) -> str:
         return f"HTTP {self.status}" + ("" if self.json is not None else " (not JSON)")
+
+
+def check_target(host: str, api: str) -> None:
+    """Both checks, in order: something answers (exit 3), and it is an LLM server (2)."""
+    check_reachable(host)
+    check_llm_target(host, api)
+
+
+def check_reachable(host: str) -> None:
+    """Exit 3 early, with one line, when nothing answers at the host (a `user:pass@`
+    in the URL is not part of the address urllib would look up)."""
+    parts = urllib.parse.urlsplit(host)
+    address = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    for path in ("/health", "/v1/models", "/"):
+        try:
+            with urllib.request.urlopen(address.rstrip("/") + path, timeout=5):
+                return
+        except urllib.error.HTTPError:
+            return  # something answers HTTP: reachable
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            last = f"{host} is unreachable: {reason}"
+            if isinstance(reason, ConnectionRefusedError | TimeoutError):
+                raise RunError(last, EXIT_UNREACHABLE) from None
+    raise RunError(last, EXIT_UNREACHABLE)
 
 
 def check_llm_target(host: str, api: str) -> None:
