@@ -49,7 +49,7 @@ def check_reachable(host: str) -> None:
     address = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
     for path in ("/health", "/v1/models", "/"):
         try:
-            with urllib.request.urlopen(address.rstrip("/") + path, timeout=5):
+            with urllib.request.urlopen(address.rstrip("/") + path, timeout=TIMEOUT_S):
                 return
         except urllib.error.HTTPError:
             return  # something answers HTTP: reachable
