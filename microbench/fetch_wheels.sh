@@ -4,7 +4,7 @@
 # The GPU machine (Python 3.12, x86-64, no network) already has numpy, pandas, pyarrow,
 # jinja2, click, requests, msgpack, psutil, pyyaml, scipy, uvloop, prometheus-client,
 # nvidia-ml-py, pytest, pytest-benchmark, h11, cupy-cuda13x ... (see the device notes).
-# What zerohop still needs there: pydantic (+ core), and Locust with its closure.
+# What zerohop still needs there: pydantic (+ core), Locust with its closure, and orjson.
 # Versions are pinned to the ones this repository is tested with. After downloading,
 # the script checks that every wheel's requirements are met by another wheel here or by
 # a package the GPU machine is known to have, and prints the total size (limit: 40 MiB).
@@ -26,6 +26,7 @@ PINS=(
   blinker==1.9.0 configargparse==1.9.0
   python-socketio==5.18.1 python-engineio==4.15.1 bidict==0.24.1 simple-websocket==1.1.0
   wsproto==1.3.2
+  orjson==3.13.0
 )
 
 # Importable on the GPU machine already (normalised names); requirements on these are
@@ -52,6 +53,12 @@ for pin in "${PINS[@]}"; do
     --implementation cp "${PLATFORMS[@]}" -d "$DEST" "$pin" 2> >(grep -v 'is ignored' >&2)
 done
 
+# zerohop itself, built from this checkout (always afresh: its version does not change
+# between commits), so that the GPU machine runs it installed, its shipped folders
+# (loadtests/, workloads/, report templates) mapped as setup.py maps them
+rm -f "$DEST"/zerohop-*.whl
+"$PY" -m pip wheel -q --no-deps -w "$DEST" "$ROOT" 2> >(grep -v 'is ignored' >&2)
+
 "$PY" - "$DEST" "$PRESENT" <<'PYEOF'
 """Check the closure: every non-extra requirement of every wheel is satisfied."""
 import sys, zipfile, pathlib, re
@@ -61,6 +68,7 @@ except ImportError:
     from pip._vendor.packaging.requirements import Requirement
 
 dest, present = pathlib.Path(sys.argv[1]), set(sys.argv[2].split())
+LAZY = {"tokenizers"}  # zerohop imports it only for --tokenizer, which the GPU run does not use
 norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
 env = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
        "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
@@ -84,7 +92,7 @@ for w in wheels:
             if req.marker is not None and not req.marker.evaluate(env):
                 continue
             name = norm(req.name)
-            if name in present:
+            if name in present or name in LAZY:
                 continue
             if name not in have:
                 missing.append(f"{w.name}: {req}")

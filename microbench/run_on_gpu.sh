@@ -4,8 +4,9 @@
 #   bash microbench/run_on_gpu.sh OUT_DIR        # from the repository root
 #
 # Steps, each under its own time limit, each running whatever the previous one did:
-#   0. install the wheels carried in .whl/ (microbench/fetch_wheels.sh makes them) into
-#      /tmp/site and put it, and src/, on PYTHONPATH; then NVRTC for the kernel-compile
+#   0. install the wheels carried in .whl/ (microbench/fetch_wheels.sh makes them, zerohop's
+#      own from this checkout among them) into /tmp/site and put it on PYTHONPATH (src/
+#      too when no zerohop wheel is carried); then NVRTC for the kernel-compile
 #      tests: a carried nvidia_cuda_nvrtc-*.whl goes apart into /tmp/nvrtc (CuPy keeps
 #      the copy it has); without one, the machine's own (the image has nvidia-cuda-nvrtc;
 #      tests/microbench/nvrtc.py says where it looks) is used. ZEROHOP_NVRTC_LIB names it.
@@ -77,7 +78,11 @@ main() {
     run_limited 120 "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
       --upgrade --target /tmp/site "${wheels[@]}"
     note_rc $? "wheel install"
-    export PYTHONPATH="$ROOT/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+    if compgen -G ".whl/zerohop-*.whl" > /dev/null; then  # this checkout, installed
+      export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+    else  # src/ alone has no zerohop.shipped.* (setup.py maps those folders in)
+      export PYTHONPATH="$ROOT/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+    fi
   else
     echo "no wheels in .whl/ to install: using what the machine has"
     export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}"
