@@ -59,10 +59,11 @@ def test_a_file_server_is_refused_before_any_load(file_server: str, model: list[
     ("file_server", 2, ["no LLM API", "/v1/chat/completions"]),
     ("nothing", 3, ["unreachable"]),
 ])
-def test_plain_locust_refuses_a_target_before_spawning(file_server: str, target: str,
-                                                       code: int, words: list[str],
-                                                       tmp_path: Path) -> None:
-    host = file_server if target == "file_server" else f"http://127.0.0.1:{free_port()}"
+def test_plain_locust_refuses_a_target_before_spawning(request: pytest.FixtureRequest,
+                                                       target: str, code: int,
+                                                       words: list[str], tmp_path: Path) -> None:
+    host = (request.getfixturevalue("file_server") if target == "file_server"
+            else f"http://127.0.0.1:{free_port()}")  # nothing listens there
     res = run_locust(["--headless", "-H", host, "-u", "2", "-r", "2", "-t", "5s",
                       "--results-dir", str(tmp_path / "r")], timeout=60)
     assert_one_line_error(res, code, host, *words)
