@@ -54,8 +54,8 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     path = os.environ.get("ZEROHOP_OUTCOMES_FILE")
-    if not path:
-        return
+    if not path or hasattr(session.config, "workerinput"):
+        return  # under pytest-xdist the controller, which sees every report, writes
     with open(path, "w", encoding="utf-8") as out:
         for row in _written.values():
             out.write(json.dumps(row) + "\n")

@@ -114,3 +114,32 @@ def test_no_energy_without_a_per_gpu_series_or_a_window() -> None:
     undated = summarise_energy(counted, MeasuredWindow(math.nan, 10.0, "manifest"))
     assert undated is not None and undated.gpus[0].energy_j == pytest.approx(12.0)
     assert undated.energy_j == pytest.approx(10.0)  # 1 W × 10 s
+
+
+@pytest.mark.parametrize(("manifest", "source", "modelled"), [
+    ({"target": {"kind": "embedded"}}, "prom", True),        # the sim's own /metrics
+    ({"target": {"kind": "embedded"}}, "nvml:host", False),  # a real GPU beside it
+    ({"target": {"kind": "external"}}, "prom", False),       # a real server's exporter
+    ({"simulation": {"clock": "virtual"}}, "prom", True),    # zerohop simulate
+])
+def test_energy_from_a_gpu_model_is_marked_modelled(manifest: dict[str, Any], source: str,
+                                                    modelled: bool) -> None:
+    run = _run([(source, "gpu_energy_j", {"gpu": "0"}, STAMPS,
+                 [1000.0 + 300.0 * (t - 99.0) for t in STAMPS])])
+    run.manifest.update(manifest)
+    energy = summarise_energy(run, WINDOW)
+    assert energy is not None and energy.modelled is modelled
+    assert ("modelled, not measured" in energy.note) is modelled
+    assert energy.j_per_output_token == pytest.approx(3000.0 / 400)
+
+
+def test_pooling_requests_cost_joules_per_item() -> None:
+    """Embeddings and rerank carry no output tokens: their cost is per text or pair."""
+    run = _run([("nvml:host", "gpu_energy_j", {"gpu": "0"}, STAMPS,
+                 [1000.0 + 300.0 * (t - 99.0) for t in STAMPS])])
+    rows = [{**row, "output_tokens": 0, "items": 8} for row in _requests()]
+    run.requests, run.itl = frame_from_rows(rows)
+    energy = summarise_energy(run, WINDOW)
+    assert energy is not None and energy.items == 80  # ten ok requests in the window
+    assert energy.j_per_item == pytest.approx(3000.0 / 80)
+    assert math.isnan(energy.j_per_output_token)

@@ -67,6 +67,7 @@ def _frames(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return requests, run.telemetry, read_ground_truth(run_dir.parents[1] / "truth.jsonl")
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_each_engine_part_of_every_band_holds_the_targets_ground_truth(bursty_run: Path
                                                                       ) -> None:
     requests, telemetry, truth = _frames(bursty_run)
@@ -98,6 +99,7 @@ def test_each_engine_part_of_every_band_holds_the_targets_ground_truth(bursty_ru
     assert float(truth["queue_ms"].quantile(0.99)) > 100  # the load did make it queue
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_the_drivers_name_the_queue_and_the_page_shows_the_budget(bursty_run: Path) -> None:
     analysis = analyse_run(load_run(bursty_run), AnalysisSettings(window_s=1.0))
     queue_series = ("mean(vllm:request_queue_time_seconds)", "queue_depth",

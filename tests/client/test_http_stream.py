@@ -99,6 +99,7 @@ def _chunk(p: bytes) -> bytes:
 
 
 @pytest.mark.integration  # a real local socket
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_reads_timestamped_as_they_arrive() -> None:
     server = PacedServer([(0.0, HEAD), (0.05, _chunk(b"data: 1\n\n")),
                           (0.05, _chunk(b"data: 2\n\n")), (0.0, b"0\r\n\r\n")])

@@ -168,6 +168,7 @@ def join_errors(run_dir: Path, truth: Path,
 
 
 @pytest.mark.parametrize("streams", [50, 200])
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_client_timings_match_what_the_target_sent(tmp_path: Path, streams: int) -> None:
     errors = measure(tmp_path, streams)
     assert errors.tokens >= 20 * errors.requests  # each request's tokens were judged
@@ -177,6 +178,7 @@ def test_client_timings_match_what_the_target_sent(tmp_path: Path, streams: int)
     assert errors.itl_p99_ms < 1.0, errors
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_a_client_that_holds_its_loop_is_caught(tmp_path: Path) -> None:
     """The negative control: the same check, with the client's hub held for 2.5 token
     gaps in every 8."""

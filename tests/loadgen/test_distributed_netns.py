@@ -221,6 +221,7 @@ def _worker_command(master_address: str) -> list[str]:
             "--loglevel", "INFO"]
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_a_worker_cut_off_mid_run_is_named_and_its_records_kept(lab: NetworkLab,
                                                                 tmp_path: Path) -> None:
     workload = tmp_path / "flood.yaml"

@@ -108,6 +108,7 @@ def test_a_cpu_hog_beside_the_client_still_flags_the_run(tmp_path: Path) -> None
     assert fidelity.loop_lag_p99_ms >= 90.0  # the hog's 100 ms holds, as measured
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_the_set_up_before_the_load_is_not_the_clients_lag(tmp_path: Path) -> None:
     """A trace that takes a while to read and plan (a long one, generated here): that
     work happens before the first request, so it must not show as loop lag."""
@@ -160,6 +161,7 @@ print(stop())
 """
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_locust_finds_its_stop_caller_without_holding_the_hub(tmp_path: Path) -> None:
     script = tmp_path / "stop_caller.py"  # a real file, as Locust's frames are
     script.write_text(STOP_CALLER)

@@ -13,6 +13,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_reactor_reads_many_streams_and_enforces_their_deadlines() -> None:
     script = Path(__file__).with_name("reactor_scenarios.py")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,

@@ -85,6 +85,7 @@ def paced_server(tmp_path: Path) -> Iterator[int]:
         process.wait(timeout=30)
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_zerohop_ttft_matches_the_wire_and_wrong_clients_are_caught(
         paced_server: int, tmp_path: Path) -> None:
     workload = tmp_path / "paced.yaml"

@@ -17,6 +17,7 @@ FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 8\
 
 
 @pytest.mark.integration
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_interleaved_compare_layer_prices_a_5ms_layer_in_one_run(tmp_path: Path) -> None:
     """As the sequential test (tests/main_job/test_run_command.py), the same allowance:
     the layer's own `Server-Timing` time, less 0.5 ms, to it plus 3 ms of hop."""

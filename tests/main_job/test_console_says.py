@@ -75,3 +75,42 @@ def test_the_reports_first_screen_counts_dropped_arrivals() -> None:
     checks = verdict(_analysis(_manifest(), lag_ms=0.5))["checks"]
     assert any(c["text"].startswith("dropped arrivals: 13") and c["status"] == "warn"
                for c in checks), checks
+
+
+def _console_row(out: str, workload: str) -> list[str]:
+    return next(line for line in out.splitlines() if line.startswith(workload)).split()
+
+
+@pytest.mark.parametrize("n", [5, 15, 99, 100, 250])
+def test_the_console_prints_a_percentile_only_where_its_sample_holds_it(
+        n: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """p99 of 5 or 15 requests is the largest one, not a 99th percentile: the console
+    shows "-" there, as the report does, and the value (recomputed here with a plain
+    linear-interpolation quantile) from 100 requests on."""
+    rows = [{
+        "workload": "flood", "outcome": "ok", "scheduled_ts": T0 + i * 0.1,
+        "sent_ts": T0 + i * 0.1, "end_ts": T0 + i * 0.1 + 0.3, "schedule_lag_ms": 0.1,
+        "ttft_ms": 10.0 + (i * 37) % n, "e2e_ms": 300.0 + i, "tpot_ms": 5.0,
+        "input_tokens": 100, "output_tokens": 16, "itl_ms": [5.0] * 15,
+    } for i in range(n)]
+    frame, itl = frame_from_rows(rows)
+    telemetry = pd.DataFrame({"ts": [], "source": [], "metric": [], "labels": [], "value": []})
+    run = RunData(run_dir=Path("/nonexistent"), manifest=_manifest(), requests=frame, itl=itl,
+                  telemetry=telemetry, microbench=None, requests_source="jsonl")
+    cells = _console_row(_console(analyse_run(run), capsys), "flood")
+    ttft_p50, ttft_p99, e2e_p99 = cells[6], cells[7], cells[9]
+
+    def quantile(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        pos = q * (len(ordered) - 1)
+        low = int(pos)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+    ttft = [row["ttft_ms"] for row in rows]
+    assert ttft_p50 == f"{quantile(ttft, 0.5):.1f}"
+    if n < 100:
+        assert (ttft_p99, e2e_p99) == ("-", "-")
+    else:
+        assert ttft_p99 == f"{quantile(ttft, 0.99):.1f}"
+        assert e2e_p99 == f"{quantile([row['e2e_ms'] for row in rows], 0.99):.1f}"

@@ -42,6 +42,7 @@ def _probe_run(tmp_path: Path, *args: str) -> tuple[Path, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_a_load_that_queues_delays_the_probe(tmp_path: Path) -> None:
     run, stdout = _probe_run(tmp_path, "--rate", "20", "--no-report",
                              "--sim-args", "--max-num-seqs 2 --time-scale 2")
@@ -60,6 +61,7 @@ def test_a_load_that_queues_delays_the_probe(tmp_path: Path) -> None:
     assert "probe: the load added to a short request's TTFT p50 +" in stdout
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_a_light_load_leaves_the_probe_as_it_was_idle(tmp_path: Path) -> None:
     run, stdout = _probe_run(tmp_path, "--rate", "0.5")
     figures = summarise_probe(load_run(run))
@@ -90,6 +92,7 @@ def test_a_light_load_leaves_the_probe_as_it_was_idle(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_in_distributed_mode_the_master_sends_the_probe_and_the_workers_wait(
         tmp_path: Path) -> None:
     run, stdout = _probe_run(tmp_path, "--rate", "2", "--workers", "2", "--no-report")

@@ -52,4 +52,6 @@ def test_the_p50_is_the_reports_percentile() -> None:
     ttfts = [40.0, 10.0, 30.0, 20.0]
     assert describe(np.asarray(ttfts)).get("p50") == 25.0
     assert "TTFT p50     25.0 ms" in _line(10.0, 60.0, counts, ttfts)
-    assert "TTFT p50      nan ms" in _line(10.0, 60.0, counts, [])
+    # no TTFT yet, or none at all (embeddings, rerank): a dash, never "nan"
+    empty = _line(10.0, 60.0, counts, [])
+    assert "TTFT p50        -" in empty and "nan" not in empty, empty

@@ -108,6 +108,7 @@ def test_short_run_writes_results_report_and_judges_slo(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_compare_layer_prices_a_5ms_layer(tmp_path: Path) -> None:
     """The embedded layer waits 5 ms per request; at one user (the mode's default) the
     comparison must price the layer at what the layer itself says it spent (its

@@ -2,12 +2,11 @@
 input, and real checks against the embedded target, both ways.
 
 On a quiet client pinned to a core of its own the certificate must say PASS. The one
-thing that may excuse a FAIL there is the machine itself taking the client's core (a
-hypervisor's steal, interrupts), which the fidelity test's real-time stall probe
-(tests/loadgen/cpu_stall_probe.py) measures in the same run: when the FAIL's reasons are
-timing only, the probe saw the core taken, and the same figures less what was written
-while it was taken are within bounds, the test skips with that reason, one
-.ci/expected-skips.txt lists. Any other FAIL fails it. The negative control (a greenlet
+thing that may excuse a FAIL there is the machine itself taking the client's core (other
+processes, a hypervisor's steal, interrupts), which the fidelity test's real-time stall
+probe (tests/loadgen/cpu_stall_probe.py) measures in the same run: such a FAIL is
+measured again, at most three times in all. Any other FAIL, or a FAIL every time, fails
+the test. The negative control (a greenlet
 that holds the client's hub, tests/loadgen/client_hog.py) must make the TTFT error jump
 and the verdict FAIL.
 """
@@ -241,35 +240,54 @@ def machine_took_the_client(doc: dict[str, Any], run_dir: Path,
             f"bounds ({said})")
 
 
-@pytest.mark.integration
-@pytest.mark.slow  # a self-check of ~15 s
-def test_a_quiet_pinned_client_passes(tmp_path: Path) -> None:
-    """The client on one core and the target on another (selfcheck places them so on two
-    CPUs), the stall probe on the client's core: PASS, exit 0, and a screen that says so."""
+QUIET_ATTEMPTS = 3  # a FAIL the machine explains is measured again, at most this often
+
+
+def quiet_check(folder: Path) -> tuple[dict[str, Any], Path, str | None]:
+    """One self-check with the client on one core and the target on another (selfcheck
+    places them so on two CPUs), the stall probe on the client's core: its certificate,
+    its folder, and why the machine, not the client, explains a FAIL (None: it does not,
+    or the check passed)."""
     cpus = sorted(os.sched_getaffinity(0))[:2]
     assert len(cpus) == 2, "the self-check needs two CPUs to give the client one of its own"
-    with others_on(cpus) as use, stall_probe(cpus[0], tmp_path / "stalls.jsonl") as windows:
+    with others_on(cpus) as use, stall_probe(cpus[0], folder / "stalls.jsonl") as windows:
         res = subprocess.run(
             [sys.executable, "-m", "zerohop", "selfcheck", "--rate", f"{RATE:g}",
-             "--duration", f"{DURATION_S}s", "--results-dir", str(tmp_path / "quiet")],
+             "--duration", f"{DURATION_S}s", "--results-dir", str(folder / "quiet")],
             capture_output=True, text=True, timeout=180,
             preexec_fn=lambda: os.sched_setaffinity(0, set(cpus)))
     print(res.stdout)
     print(f"others on CPUs {cpus}: {use.others_s:.2f} s + steal {use.steal_s:.2f} s "
           f"in {use.wall_s:.1f} s ({use.others_share:.1%} of the two cores)")
     assert res.returncode in (0, 1), (res.stdout[-2000:], res.stderr[-3000:])
-    run_dir = only_folder(tmp_path / "quiet")
+    run_dir = only_folder(folder / "quiet")
     quiet = json.loads((run_dir / SELFCHECK_FILE).read_text())
     screen = res.stdout[res.stdout.index("zerohop selfcheck: "):]  # after the progress line
     assert screen.startswith(f"zerohop selfcheck: {quiet['verdict']['result']}")
     assert res.returncode == (0 if quiet["verdict"]["result"] == "PASS" else 1)
     assert quiet["machine"]["client_cpus"] == [cpus[0]]
     assert quiet["machine"]["target_cpus"] == [cpus[1]]
-    if quiet["verdict"]["result"] != "PASS":
-        excuse = machine_took_the_client(quiet, run_dir, windows, use)
-        if excuse is not None:
-            pytest.skip(excuse)
-    assert quiet["verdict"]["result"] == "PASS", (quiet["verdict"], quiet["figures"], windows)
+    if quiet["verdict"]["result"] == "PASS":
+        return quiet, run_dir, None
+    return quiet, run_dir, machine_took_the_client(quiet, run_dir, windows, use)
+
+
+@pytest.mark.integration
+@pytest.mark.slow  # a self-check of ~15 s, again when the machine explains a FAIL
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
+def test_a_quiet_pinned_client_passes(tmp_path: Path) -> None:
+    """PASS, exit 0, and a screen that says so. A FAIL that the machine explains (other
+    processes took the check's cores, or the stall probe saw the client's core taken) is
+    measured again, up to QUIET_ATTEMPTS times; a FAIL it does not explain, or one on every
+    attempt, fails the test: a client that misses its bounds cannot pass by a busy machine."""
+    excuses: list[str] = []
+    for attempt in range(QUIET_ATTEMPTS):
+        quiet, run_dir, excuse = quiet_check(tmp_path / f"attempt-{attempt}")
+        if excuse is None:
+            break
+        excuses.append(excuse)
+        print(f"attempt {attempt + 1}: FAIL explained by the machine ({excuse}); again")
+    assert quiet["verdict"]["result"] == "PASS", (quiet["verdict"], quiet["figures"], excuses)
     assert_consistent(quiet, run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())  # as every results folder
     assert summary["total"]["requests"] == len(pd.read_parquet(run_dir / "requests.parquet"))
@@ -277,6 +295,7 @@ def test_a_quiet_pinned_client_passes(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow  # a self-check of ~15 s
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_a_hogged_client_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The negative control: the client's hub held 30 ms in every 100 (a token gap is
     ~7 ms), as blocking code in a Locust plugin would: FAIL, on the TTFT error."""
@@ -295,6 +314,7 @@ def test_a_hogged_client_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.integration
 @pytest.mark.slow  # a self-check, then the run
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_run_with_selfcheck_carries_the_certificate_into_folder_and_report(
         tmp_path: Path) -> None:
     workload = Path(__file__).resolve().parents[2] / "workloads" / "short_query_flood.yaml"

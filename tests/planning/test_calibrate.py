@@ -46,6 +46,7 @@ HELD_OUT_MAX_ERROR_PCT = 25.0
 
 @pytest.mark.integration  # starts the embedded target and Locust
 @pytest.mark.slow
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_calibration_on_a_measured_sweep_predicts_held_out_points_below_its_knee(
     tmp_path: Path,
 ) -> None:

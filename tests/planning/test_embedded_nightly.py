@@ -36,6 +36,7 @@ def write_profile(tmp_path: Path, scale: float) -> Path:
     return path
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_unchanged_reruns_pass_and_slower_decode_is_a_tpot_regression(tmp_path: Path) -> None:
     runner = CliRunner()
     history = tmp_path / "history"

@@ -20,6 +20,7 @@ WORKLOAD = REPO / "workloads" / "short_query_flood.yaml"
 SMALL_TARGET = "--time-scale 5 --max-num-seqs 4"
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_auto_sweep_finds_saturation_and_capacity_names_the_limit(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(cli, [

@@ -8,6 +8,7 @@ this machine measured."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,9 @@ def test_layer_sweep_records_arms_and_the_layer_process_per_point(tmp_path: Path
         assert on_disk == arms
         process = point["layer"]["processes"]["proxy"]
         assert process["pid"] == proxy.pid and process["samples"] >= 2
-        assert process["cpu_pct_mean"] is not None and process["cpu_pct_mean"] >= 0
+        # the proxy relayed every request of the point: it used some CPU, and at most
+        # what this machine's cores give
+        assert 0 < process["cpu_pct_mean"] <= 100 * (os.cpu_count() or 1)
         assert process["rss_bytes_max"] > 0
     knees = index["layer_knee"]["layers"]["proxy"]
     assert set(knees) == {"p50", "p99"}

@@ -61,6 +61,7 @@ def metric_values(sim: SimProcess, name: str) -> dict[tuple[tuple[str, str], ...
     return out
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_ttft_grows_with_prompt_at_the_profile_prefill_rate(sim: SimProcess) -> None:
     book = load_profiles()
     roofline = Roofline(book.gpu("h100-sxm"), book.model("llama-3-8b"))
@@ -86,6 +87,7 @@ def test_client_ttft_is_never_below_the_server_ttft(sim: SimProcess) -> None:
     assert record["first_token_ts"] >= record["arrival_ts"] >= record["accepted_ts"]
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_tpot_grows_with_batch_size() -> None:
     # a 1B model: short prefills, and at 2k context the KV reads of a batch of 40 outweigh
     # its 2.5 GB of weights, so decode steps get clearly longer
@@ -175,6 +177,7 @@ def lora_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
         yield process
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_lora_adapters_listed_and_cold_is_slower_than_warm(lora_sim: SimProcess) -> None:
     models = request(lora_sim.url, "/v1/models").json()["data"]
     parents = {m["id"]: m["parent"] for m in models}

@@ -60,6 +60,7 @@ def test_no_fault_baseline(sim: SimProcess) -> None:
     assert r.data_lines()[-1] == "[DONE]" and content_events(r) == 8
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_stall_mid(sim: SimProcess) -> None:
     r = chat(sim, "stall_mid;after=3;s=0.4")
     assert r.complete and r.data_lines()[-1] == "[DONE]"

@@ -51,6 +51,7 @@ def usage_of(response: RawResponse) -> dict:
     return usage
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_a_repeated_system_prompt_is_cached_and_served_faster(sim: SimProcess) -> None:
     system = system_prompt()
     first = chat(sim, system, "what is one plus one?")

@@ -29,6 +29,7 @@ def first_content_ms(r: RawResponse) -> float:
     return (first - r.sent_at) * 1e3
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_the_layer_adds_its_cost(sim: SimProcess, layer: SimProcess) -> None:
     direct = statistics.median(
         first_content_ms(request(sim.url, "/v1/completions", BODY)) for _ in range(5)
@@ -40,6 +41,7 @@ def test_the_layer_adds_its_cost(sim: SimProcess, layer: SimProcess) -> None:
     assert reported >= 25
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_streams_pass_through_unbuffered(layer: SimProcess) -> None:
     r = request(layer.url, "/v1/completions", BODY)
     assert r.complete and r.data_lines()[-1] == "[DONE]"
@@ -66,6 +68,7 @@ def test_upstream_down_is_a_502() -> None:
     assert r.status == 502
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_max_concurrency_queues_requests(sim: SimProcess) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -141,4 +142,7 @@ def test_secrets_never_reach_the_folder(tmp_path: Path, monkeypatch: pytest.Monk
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["config"]["api_key"] == "***"
     assert manifest["config"]["headers"]["Authorization"] == "***"
-    assert manifest["status"] == "completed" and manifest["duration_s"] >= 0
+    assert manifest["status"] == "completed"
+    started, ended = (dt.datetime.fromisoformat(manifest[k].replace("Z", "+00:00"))
+                      for k in ("started_at", "ended_at"))
+    assert manifest["duration_s"] == pytest.approx((ended - started).total_seconds(), abs=1e-3)

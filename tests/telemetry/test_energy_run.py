@@ -1,7 +1,7 @@
 """Energy per token from a real `zerohop run` against the embedded target, its /metrics
 scraped: the energy counter's figure agrees with the modelled power gauge integrated
 over the same samples, to within what a trapezoid over those scrape intervals can miss;
-and the report's Energy section shows it."""
+and the report's Energy section shows it, marked modelled."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def test_energy_per_token_on_the_embedded_target(tmp_path: Path) -> None:
     window = measured_window(run)
     summary = summarise_energy(run, window)
     assert summary is not None and summary.method == "energy counter"
+    assert summary.modelled  # the embedded target's GPU model, scraped from its /metrics
     (gpu,) = summary.gpus
     assert gpu.gpu == "0" and gpu.resets == 0
     assert summary.output_tokens > 0 and summary.j_per_output_token > 0
@@ -80,4 +81,8 @@ def test_energy_per_token_on_the_embedded_target(tmp_path: Path) -> None:
     section = section[:section.index("</section>")]
     assert f"{fmt.number(summary.j_per_output_token)} J per output token" in section
     assert "from the GPUs&#39; energy counters" in section, section
+    # modelled, and said where the figure is, not only in the appendix
+    heading = section[:section.index("</h2>")]
+    assert "modelled, not measured" in heading, heading
+    assert "the embedded target&#39;s GPU model, not a measured GPU" in section, section
     assert 'href="#energy"' in page

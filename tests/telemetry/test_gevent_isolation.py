@@ -61,6 +61,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_blocking_sampler_does_not_stall_a_patched_hub() -> None:
     from pathlib import Path
 

@@ -7,10 +7,13 @@ import os
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from zerohop.core.records import ClockAnchor
+from zerohop.telemetry import client_process
 from zerohop.telemetry.client_process import (
     LOOP_LAG_METRIC,
     LagWindow,
@@ -58,10 +61,10 @@ def test_process_sampler_reads_cpu_and_rss_and_marks_an_exited_process() -> None
     c = clock()
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        sampler = ProcessSampler([os.getpid()], c, host="h")
+        sampler = ProcessSampler([os.getpid()], c, host="h", interval_s=0.2)
         sampler.add_pid(child.pid)
         sampler.add_pid(child.pid)  # idempotent
-        assert sampler.start(1.0) == []  # first readings only prime cpu_percent
+        assert sampler.start(1.0) == []  # first readings only start each CPU interval
         wall0 = time.monotonic()
         burn_cpu(0.3)  # in the measured process: this one
         wall = time.monotonic() - wall0
@@ -69,7 +72,7 @@ def test_process_sampler_reads_cpu_and_rss_and_marks_an_exited_process() -> None
         mine = {r.metric: r.value for r in rows if r.source == f"loadgen:h:{os.getpid()}"}
         idle = {r.metric: r.value for r in rows if r.source == f"loadgen:h:{child.pid}"}
         assert mine["loadgen_rss_bytes"] > 10e6
-        # psutil divides CPU time by wall time since priming: at least the 0.3 s burned
+        # CPU time over wall time since the first reading: at least the 0.3 s burned
         # over the burn's wall time (plus the few ms around it), in percent of a core
         assert mine["loadgen_cpu_pct"] > 0.0
         assert mine["loadgen_cpu_pct"] >= 0.5 * 100 * 0.3 / wall, (mine, wall)
@@ -85,6 +88,37 @@ def test_process_sampler_reads_cpu_and_rss_and_marks_an_exited_process() -> None
         assert [(g.ts, g.value) for g in closed] == [(3.0, 2.0)]
     finally:
         child.kill()
+
+
+class _TickingProcess:
+    """A psutil.Process stand-in whose CPU time grows in 10 ms kernel ticks."""
+
+    def __init__(self) -> None:
+        self.cpu_s = 0.0
+
+    def cpu_times(self) -> Any:
+        return SimpleNamespace(user=self.cpu_s, system=0.0)
+
+
+@pytest.mark.unit
+def test_cpu_percent_is_never_read_over_a_sliver_of_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One 10 ms tick counted 70 µs after the process was first seen is not 14,000 % of a
+    core (a run's first sample said 13,385 % on a 2-core machine): no reading is made
+    over less than the minimum interval, and the interval stays open until one is."""
+    now = [100.0]
+    monkeypatch.setattr(client_process.time, "monotonic", lambda: now[0])
+    proc = _TickingProcess()
+    cpu = client_process._CpuClock(proc, min_interval_s=0.5)  # type: ignore[arg-type]
+    now[0] += 70e-6
+    proc.cpu_s += 0.010
+    assert cpu.percent() is None
+    now[0] += 1.0 - 70e-6  # one second after the first reading, 0.25 s used in all
+    proc.cpu_s += 0.240
+    assert cpu.percent() == pytest.approx(25.0)
+    now[0] += 2.0  # the next interval starts where that reading ended
+    proc.cpu_s += 1.0
+    assert cpu.percent() == pytest.approx(50.0)
 
 
 @pytest.mark.unit

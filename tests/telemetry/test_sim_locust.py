@@ -68,6 +68,7 @@ LOCUSTFILE = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_queue_depth_follows_an_injected_spike(tmp_path: Path) -> None:
     from zerohop.sim.launcher import start_sim
 

@@ -1,17 +1,19 @@
 """Sweep, capacity and calibration against a real vLLM CPU server (the `vllm` tier).
 
-Calibration: fitted on a vLLM-CPU sweep up to its knee, the model must predict held-out
-loads below the knee within 20 % (or as well as the sweep's neighbouring points predict
-them: a floor from the measurements, never from the fit), and learn the curve (its
-error well under the uncalibrated start's). That needs a server whose curve repeats,
-which vLLM's default CPU binding on a 2-core machine does not give (figures: docs/
-nightly-and-capacity.md, "Measure a curve that repeats"); the `vllm_server` fixture
-confines vLLM to the last CPU and runs the load generator on the others.
+Calibration: fitted on a vLLM-CPU sweep up to its knee, the model must learn the curve
+(its error well under the uncalibrated start's) and predict held-out loads below the
+knee within 20 %, or within the engine's own granularity (TTFT: one decode step; TPOT:
+the sweep's scatter there plus the fit's error beside it): `judge_calibration`. That
+needs a server whose curve repeats, which vLLM's default CPU binding on a 2-core
+machine does not give (figures: docs/nightly-and-capacity.md, "Measure a curve that
+repeats"); the `vllm_server` fixture confines vLLM to the last CPU and runs the load
+generator on the others.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,7 @@ from click.testing import CliRunner
 from tests.vllm_cpu import VllmServer
 from zerohop.cli import cli
 from zerohop.planning.calibrate import (
+    Calibration,
     CostParams,
     MeasuredPoint,
     PointError,
@@ -81,11 +84,29 @@ def test_calibration_predicts_held_out_vllm_points(
         pytest.skip("calibration needs the server on its own CPU (this machine has one)")
     rates = rates_for_this_machine(vllm_server, tmp_path / "probe")
     folder = sweep(vllm_server, tmp_path / "sweep", "15s", "--rates", rates)
+    print(judge_calibration(folder, calibrate))
+
+
+def judge_calibration(folder: Path, fit: Callable[..., Calibration]) -> str:
+    """Calibrate on the sweep in `folder` with `fit` and hold it to what calibration
+    promises on a real engine (docs/nightly-and-capacity.md, "Calibrated what-if model");
+    returns the figures, for the log.
+
+    1. It learns the curve: its mean error over the points is at most the uncalibrated
+       start's, and half of it, or within 30 % (when the start already lands close).
+    2. A held-out load below the knee is predicted within 20 %, or within what the
+       engine's own granularity leaves open: a request's first token waits for the step
+       in progress, so its TTFT moves by up to one decode step with its arrival's phase,
+       which no model of medians places; the TTFT error may be one decode step (the
+       point's measured TPOT p50) in ms. A TPOT error may be the sweep's own scatter
+       there (how far the point sits off the line through its measured neighbours) plus
+       the fit's error at those neighbours (loads it saw), as before.
+    Both bounds come from measurements, never from the held-out error itself."""
     knee, held_out = held_out_below_knee(folder)
     # the model is fitted where it is meant to hold: up to the knee (past it, the queue
     # grows for as long as the run lasts and the medians say more about the run's length)
     below = [p for p in measured_points(folder) if p.load <= knee]
-    calibration = calibrate(below, held_out)
+    calibration = fit(below, held_out)
     (folder / "calibration.json").write_text(json.dumps(calibration.to_json(), indent=2))
     held = [e for e in calibration.errors if e.held_out]
     assert len(held) == len(held_out)
@@ -94,35 +115,24 @@ def test_calibration_predicts_held_out_vllm_points(
     start = initial_guess([p for p in below if p.load not in held_out])
     start_mean = float(np.mean([_start_error(start, p) for p in below]))
     fitted_mean = float(np.mean([_worst(e) for e in calibration.errors]))
-    print(f"held-out calibration errors (load, TTFT %, TPOT %): {errors}; worst "
-          f"{calibration.held_out_max_error_pct:.1f} % (fitted points' worst "
-          f"{fitted_worst:.1f} %); mean error "
-          f"{fitted_mean:.1f} % calibrated vs {start_mean:.1f} % uncalibrated")
-    # How closely the engine model can follow this CPU's vLLM curve is a figure of the
-    # machine (within 20 % on one machine of this kind, 60 % at the lightest fitted load
-    # on another): it is printed, not held. What holds everywhere: the fit predicts a load
-    # it did not see within 20 %, or as well as two things measured beside it allow, and
-    # neither is the held-out error itself. One is the sweep's own scatter there (how far
-    # the point sits off the line through its neighbours: a medians' wobble no smooth
-    # curve follows; on a busy machine TTFT at 3 req/s sat 10 ms under both neighbours,
-    # 31 % off their line). The other is the fit's error at those neighbours, loads it
-    # did see: a model that cannot follow the curve at 2 and 4 req/s cannot at 3 either
-    # (a CI run: 27 % held out beside 14 % scatter). And it learns the curve: it halves
-    # the uncalibrated error, or (when the start already lands close, as a sweep measured
-    # on a busy machine can make it: 36 % once, 97 % and 283 % on quiet runs) ends within
-    # 30 % and no worse than it started.
+    lines = [f"knee {knee:g} req/s; held-out errors (load, TTFT %, TPOT %): {errors}; "
+             f"fitted points' worst {fitted_worst:.1f} %; mean error {fitted_mean:.1f} % "
+             f"calibrated vs {start_mean:.1f} % uncalibrated"]
     for error in held:
-        load, held_error = error.load, _worst(error)
-        wobble = neighbour_wobble_pct(below, load)
-        beside = neighbour_fit_error_pct(calibration.errors, load)
-        print(f"at {load:g} req/s: held out {held_error:.1f} %, scatter {wobble:.1f} %, "
-              f"fit beside it {beside:.1f} %")
-        assert held_error <= max(20.0, wobble + max(10.0, beside)), \
-            f"{load:g} req/s: held out {held_error:.1f} %, scatter {wobble:.1f} %, " \
-            f"fit beside it {beside:.1f} %; knee {knee:g}, all held out {errors}"
-    measured = f"knee {knee:g}, held out {errors}, fitted worst {fitted_worst:.1f} %, " \
-        f"mean {fitted_mean:.1f} % vs start {start_mean:.1f} %"
-    assert fitted_mean <= min(start_mean, max(0.5 * start_mean, 30.0)), measured
+        ttft_off_ms = abs(error.predicted_ttft_ms - error.measured_ttft_ms)
+        step_ms = error.measured_tpot_ms
+        ttft_ok = abs(error.ttft_error_pct) <= 20.0 or ttft_off_ms <= step_ms
+        wobble = neighbour_wobble_pct(below, error.load)
+        beside = neighbour_fit_error_pct(calibration.errors, error.load)
+        tpot_bound = max(20.0, wobble + max(10.0, beside))
+        lines.append(f"at {error.load:g} req/s: TTFT {error.measured_ttft_ms:.2f} ms measured, "
+                     f"{error.predicted_ttft_ms:.2f} predicted ({error.ttft_error_pct:+.1f} %, "
+                     f"{ttft_off_ms:.2f} ms against a {step_ms:.2f} ms step); TPOT "
+                     f"{error.tpot_error_pct:+.1f} % (bound {tpot_bound:.1f} %: scatter "
+                     f"{wobble:.1f} %, fit beside it {beside:.1f} %)")
+        assert ttft_ok and abs(error.tpot_error_pct) <= tpot_bound, "\n".join(lines)
+    assert fitted_mean <= min(start_mean, max(0.5 * start_mean, 30.0)), "\n".join(lines)
+    return "\n".join(lines)
 
 
 def _worst(error: PointError) -> float:

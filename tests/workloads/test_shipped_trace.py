@@ -1,5 +1,5 @@
-"""The trace slice that ships in the package: small, attributed, a slice (not a copy),
-and long enough for the default TraceReplay window."""
+"""The trace slices that ship in the package: small, attributed, slices (not copies),
+and long enough for the windows of the default workload files that replay them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.workloads.conftest import TRACES_DIR, WORKLOADS_DIR
+from tests.tiers import skip_unless_required
+from tests.workloads.conftest import TRACES_DIR, WORKLOADS_DIR, trace_path
 from zerohop.workloads.data_paths import package_data_dir
 from zerohop.workloads.plans import make_planner
 from zerohop.workloads.traces import read_trace, replay_window
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.unit
 
 SHIPPED_TRACES = package_data_dir() / "traces"
 SLICE = SHIPPED_TRACES / "azure_conv_first3600.csv"
+MOONCAKE_SLICE = SHIPPED_TRACES / "mooncake_conversation_first200s.jsonl"
 MAX_SHIPPED_BYTES = 400_000
 
 
@@ -34,28 +36,39 @@ def test_the_slice_is_small_and_carries_its_licence_and_attribution() -> None:
         assert needed in attribution
     rows = read_trace(SLICE, "azure_csv")
     assert 3000 <= len(rows) <= 5000
+    for needed in ("Apache License 2.0", "kvcache-ai/Mooncake", "FAST 2025",
+                   MOONCAKE_SLICE.name):
+        assert needed in attribution
+    assert len(read_trace(MOONCAKE_SLICE, "mooncake_jsonl")) == 599
 
 
 def test_no_shipped_trace_is_a_copy_of_a_public_one() -> None:
     if not TRACES_DIR.is_dir():
-        pytest.skip(f"no public traces at {TRACES_DIR} to compare with")
+        skip_unless_required("ZEROHOP_REQUIRE_TRACES",
+                             f"no public traces at {TRACES_DIR} to compare with")
     public = {_sha256(p) for p in TRACES_DIR.rglob("*") if p.is_file()}
     for path in SHIPPED_TRACES.iterdir():
         assert _sha256(path) not in public, path
 
 
-def test_the_slice_is_the_start_of_the_public_trace() -> None:
-    full = TRACES_DIR / "AzureLLMInferenceTrace_conv.csv"
-    if not full.is_file():
-        pytest.skip(f"public trace not found at {full}")
-    sliced = SLICE.read_text().splitlines()
-    assert full.read_text().splitlines()[: len(sliced)] == sliced
+@pytest.mark.parametrize(("sliced", "public"), [
+    (SLICE, "AzureLLMInferenceTrace_conv.csv"),
+    (MOONCAKE_SLICE, "conversation_trace.jsonl"),
+], ids=["azure", "mooncake"])
+def test_the_slice_is_the_start_of_the_public_trace(sliced: Path, public: str) -> None:
+    lines = sliced.read_text().splitlines()
+    assert trace_path(public).read_text().splitlines()[: len(lines)] == lines
 
 
-def test_the_default_window_fits_in_the_slice() -> None:
-    """The default replay (600 s of trace at 10x) must end before the slice does: a
-    window cut short by the slice would replay fewer requests than the trace has."""
-    spec = load_workload_file(WORKLOADS_DIR / "trace_replay_azure_conv.yaml").workloads[0]
+@pytest.mark.parametrize(("file", "index"), [
+    ("trace_replay_azure_conv.yaml", 0),  # 600 s of trace at 10x
+    ("all.yaml", 3),                      # 150 s at 5x
+])
+def test_the_default_window_fits_in_the_slice(file: str, index: int) -> None:
+    """A default replay must end before its slice does: a window cut short by the slice
+    would replay fewer requests than the trace has."""
+    spec = load_workload_file(WORKLOADS_DIR / file).workloads[index]
+    assert spec.trace.is_relative_to(package_data_dir())
     rows = read_trace(spec.trace, spec.resolved_format)
     window = replay_window(rows, speed=spec.speed, start_offset_s=spec.start_offset_s,
                            duration_s=spec.duration_s, max_requests=spec.max_requests)

@@ -76,16 +76,11 @@ def test_every_shipped_workload_file_loads(
         assert spec.trace.is_file()
 
 
-def test_the_default_trace_folder_is_next_to_the_repository(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("ZEROHOP_TRACES", raising=False)
-    default = (WORKLOADS_DIR.parent.parent / "shared" / "traces").resolve()
-    if not (default / "conversation_trace.jsonl").is_file():
-        pytest.skip(f"no traces at the default place {default}")
-    specs = load_workload_file(WORKLOADS_DIR / "all.yaml").workloads
-    replay = next(s for s in specs if isinstance(s, TraceReplaySpec))
-    assert replay.trace == default / "conversation_trace.jsonl"
+def test_no_workload_file_reads_outside_the_repository_or_the_package() -> None:
+    """A user's clone has nothing beside it: no shipped file may default to a path
+    outside its own tree (such as ../shared), only to ${ZEROHOP_DATA} or a variable."""
+    for path in SHIPPED:
+        assert "../" not in path.read_text(), path
 
 
 def test_the_default_trace_replay_ships_its_own_trace(monkeypatch: pytest.MonkeyPatch,

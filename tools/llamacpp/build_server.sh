@@ -13,6 +13,11 @@
 # GGML_NATIVE=OFF: the cache may move to another machine of the same kind, whose CPU
 # may lack this one's instruction set extensions (AVX512 vs AVX2, seen here).
 # About 7-10 minutes on 2 cores; a warm run checks `llama-server --version` and stops.
+#
+# ZEROHOP_LLAMACPP_PREBUILT=DIR: a folder laid out as CACHE_DIR (DIR/bin/llama-server and
+# its marker), made by this script elsewhere. When its marker is this script's own, the
+# binary is copied into CACHE_DIR (DIR may be read-only) and used if it runs; otherwise
+# the server is built as usual. CI points it at its build cache; a user's machine has none.
 set -euo pipefail
 
 readonly LLAMA_CPP_PYTHON_VERSION="0.3.36"
@@ -60,6 +65,23 @@ flock 9
 if server_runs; then
   echo "llama-server ready at $server (built by another process; $(elapsed) s)"
   exit 0
+fi
+
+prebuilt="${ZEROHOP_LLAMACPP_PREBUILT:-}"
+if [[ -n "$prebuilt" && -f "$prebuilt/bin/.zerohop-build" ]]; then
+  if [[ "$(cat "$prebuilt/bin/.zerohop-build")" == "$expected_marker" ]]; then
+    mkdir -p "$cache_dir/bin"
+    cp "$prebuilt/bin/llama-server" "$server.tmp" && chmod u+wx "$server.tmp" \
+      && mv "$server.tmp" "$server" && printf '%s' "$expected_marker" >"$marker"
+    if server_runs; then
+      echo "llama-server ready at $server (copied from $prebuilt; $(elapsed) s)"
+      exit 0
+    fi
+    echo "the prebuilt llama-server in $prebuilt does not run here: building"
+    rm -f "$server" "$marker"
+  else
+    echo "the prebuilt llama-server in $prebuilt was built otherwise (its marker differs): building"
+  fi
 fi
 
 for tool in cmake ninja c++; do

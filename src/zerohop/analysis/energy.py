@@ -16,6 +16,11 @@ itself a 1 s average on recent GPUs), and the summary says so.
 
 Only series with a `gpu` label count: they are one device each. What they do not count
 is said in docs/design.md (host CPU, memory, network, GPUs that were not sampled).
+
+The embedded target exports a GPU model's counters on its /metrics, and `zerohop
+simulate` writes the same modelled gauges: energy read from those is `modelled`, and
+every place that shows it says so. Embedding and rerank requests have no output tokens:
+their cost is per item (text or pair), from the records' `items`.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from zerohop.analysis.timeseries import Lane, telemetry_lanes
 ENERGY_METRIC = "gpu_energy_j"
 POWER_METRIC = "gpu_power_w"
 Method = Literal["energy counter", "integrated power samples"]
+MODELLED_NOTE = "modelled, not measured"
 METHOD_NOTES: dict[Method, str] = {
     "energy counter": "from the GPUs' energy counters (exact between samples)",
     "integrated power samples": "integrated from power samples (trapezoid; no energy "
@@ -73,9 +79,15 @@ class EnergySummary:
     j_per_output_token: float
     j_per_ok_request: float
     output_tokens_per_j: float
+    modelled: bool = False  # from the embedded target's or the virtual clock's GPU model
+    items: float = 0.0  # pooling requests' texts or pairs (embeddings, rerank)
+    j_per_item: float = math.nan
 
     @property
     def note(self) -> str:
+        if self.modelled:
+            return (f"{MODELLED_NOTE}: the embedded target's GPU model, not a measured GPU "
+                    f"({METHOD_NOTES[self.method]} of that model)")
         return METHOD_NOTES[self.method]
 
 
@@ -105,6 +117,8 @@ def summarise_energy(data: RunData, window: MeasuredWindow,
     tokens = requests["output_tokens"].to_numpy(dtype=float)[carried]
     output_tokens = float(np.nansum(tokens)) * window.weight
     ok_requests = float(carried.sum()) * window.weight
+    items = (float(np.nansum(requests["items"].to_numpy(dtype=float)[carried])) * window.weight
+             if "items" in requests else 0.0)
     return EnergySummary(
         method=method,
         gpus=tuple(sorted(gpus, key=lambda g: (g.source, _gpu_order(g.gpu)))),
@@ -117,7 +131,21 @@ def summarise_energy(data: RunData, window: MeasuredWindow,
         j_per_output_token=_per(energy_j, output_tokens),
         j_per_ok_request=_per(energy_j, ok_requests),
         output_tokens_per_j=_per(output_tokens, energy_j),
+        modelled=is_modelled_source(data.manifest, counters),
+        items=items,
+        j_per_item=_per(energy_j, items),
     )
+
+
+def is_modelled_source(manifest: dict[str, object], lanes: Sequence[Lane]) -> bool:
+    """Whether these GPU series are a model's: the virtual clock's, or the embedded
+    target's own /metrics (a `prom` source of a run against it); NVML's samples of a
+    real GPU beside the embedded target are measured."""
+    if "simulation" in manifest:
+        return True
+    target = manifest.get("target")
+    embedded = isinstance(target, dict) and target.get("kind") == "embedded"
+    return embedded and all(lane.source.startswith("prom") for lane in lanes)
 
 
 def cumulative_energy(ts: np.ndarray, values: np.ndarray, method: Method

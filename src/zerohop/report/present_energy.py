@@ -28,6 +28,10 @@ def energy_section(energy: EnergySummary | None) -> dict[str, Any] | None:
         "window_s": fmt.seconds(energy.window_s),
         "gpus": len(energy.gpus),
         "method": energy.note,
+        "modelled": energy.modelled,
+        # pooling kinds (embeddings, rerank) have no output tokens: their cost is per item
+        "j_per_item": fmt.number(energy.j_per_item) if energy.items > 0 else None,
+        "has_tokens": energy.output_tokens > 0,
         "coverage": coverage,
         "rows": [
             {"source": g.source, "gpu": g.gpu, "energy_j": fmt.number(g.energy_j),

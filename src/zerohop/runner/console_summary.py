@@ -12,6 +12,7 @@ import click
 
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import ITEMS, PER_USER_OUTPUT_RATE
+from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.report import formatting as fmt
 from zerohop.report.present_headline import load_checks
 from zerohop.report.present_probe import console_line
@@ -60,6 +61,9 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
             f"{s.items_per_s or 0.0:>10.1f}{s.input_tokens_per_s:>11.0f}"
             f"{_ms(s.figures, ITEMS, 'p50') if batch is not None else '-':>10}"
             f"{_ms(s.latency, 'e2e_ms', 'p50'):>10}{_ms(s.latency, 'e2e_ms', 'p99'):>10}")
+    if any(s.latency.get("ttft_ms") is not None
+           and 0 < s.latency["ttft_ms"].n < needed_n(0.99) for s in streamed):
+        click.echo("(-: fewer requests than the percentile needs: p99 needs 100)")
     for flag in analysis.token_counts.flags if analysis.token_counts else []:
         click.echo(f"prompt sizes: {flag}")
     probe = console_line(analysis.sections.get("probe"))
@@ -94,10 +98,13 @@ def slo_line(result: dict[str, Any]) -> str:
 
 
 def _ms(latency: dict[str, Any], metric: str, stat: str) -> str:
+    """A percentile as the report prints it: "-" where its sample is smaller than the
+    percentile needs (core.metrics.needed_n: p99 needs 100) or it has no value."""
     dist = latency.get(metric)
-    if dist is None or dist.n == 0:
+    if dist is None or dist.n < needed_n(percentile_fraction(stat)):
         return "-"
-    return f"{dist.get(stat):.1f}"
+    value = dist.get(stat)
+    return "-" if value is None or math.isnan(value) else f"{value:.1f}"
 
 
 def no_success_reason(analysis: RunAnalysis) -> str | None:

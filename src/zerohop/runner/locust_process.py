@@ -79,7 +79,7 @@ def run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
                                 start_new_session=True)
         with _forwarding_stop_signals(proc) as received:
             announce_selection(proc.poll, run_dir)
-            follow_progress(proc, run_dir, plan.duration_s, plan.requests)
+            follow_progress(proc, run_dir, plan.duration_s + _probe_idle(plan), plan.requests)
             proc.wait()
     relay_warnings(log_path)
     code = proc.returncode

@@ -86,8 +86,9 @@ def _ttfts(lines: list[bytes]) -> list[float]:
 def _line(elapsed: float, duration: float, counts: dict[str, int], ttfts: list[float],
           request_count: int | None = None) -> str:
     p50 = describe(np.asarray(ttfts, dtype=float)).get("p50")  # NaN while there is none
+    ttft = f"{p50:8.1f} ms" if np.isfinite(p50) else f"{'-':>8}   "  # none: pooling kinds
     rate = counts["requests"] / elapsed if elapsed > 0 else 0.0
     clock = f"{elapsed:5.0f} s" if request_count else f"{elapsed:5.0f}/{duration:.0f} s"
     done = f"/{request_count}" if request_count else ""
     return (f"[{clock}] requests {counts['requests']:>7}{done} "
-            f"({rate:6.1f}/s)  errors {counts['errors']:>5}  TTFT p50 {p50:8.1f} ms")
+            f"({rate:6.1f}/s)  errors {counts['errors']:>5}  TTFT p50 {ttft}")

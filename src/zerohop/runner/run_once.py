@@ -103,13 +103,17 @@ def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
 
 def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
     from zerohop.analysis.run_analysis import analyse_run
+    from zerohop.analysis.run_data import ReportInputError
     from zerohop.analysis.summary_document import parts_of_analysis
     from zerohop.report.build import write_report
     from zerohop.runner.console_summary import no_success_reason, print_summary, slo_verdict
     from zerohop.storage.run_reader import load_run
     from zerohop.storage.summary_file import write_summary
 
-    run = load_run(run_dir)
+    try:
+        run = load_run(run_dir)
+    except ReportInputError as exc:  # Locust recorded nothing at all: say why, in one line
+        return _nothing_recorded(run_dir, locust_code, exc)
     analysis = analyse_run(run)  # the only one: console, report and summary.json share it
     verdict = slo_verdict(analysis)
     print_summary(analysis, verdict)
@@ -138,3 +142,15 @@ def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
         click.echo(f"zerohop: {failed_all}", err=True)
         return RunResult(run_dir, EXIT_NO_SUCCESS, report_path)
     return RunResult(run_dir, EXIT_SLO if verdict.get("failed") else EXIT_OK, report_path)
+
+
+def _nothing_recorded(run_dir: Path, locust_code: int, exc: Exception) -> RunResult:
+    """A load generator that wrote no record (it failed before its first request): the
+    folder's manifest is finished, the reason is one line, the exit code 4 (or the
+    signal's, when the run was stopped)."""
+    if results.read_manifest(run_dir).get("status") == "running":
+        results.finish_manifest(run_dir, status="completed", end_reason="no records")
+    click.echo(f"zerohop: no request was recorded ({exc})"
+               f"{last_error_line(run_dir / LOCUST_LOG)}", err=True)
+    code = locust_code if locust_code >= EXIT_INTERRUPTED_BASE else EXIT_NO_SUCCESS
+    return RunResult(run_dir, code, None)

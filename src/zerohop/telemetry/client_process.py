@@ -37,8 +37,38 @@ def loadgen_source(pid: int, host: str | None = None) -> str:
     return f"loadgen:{host or socket.gethostname()}:{pid}"
 
 
+class _CpuClock:
+    """One process's CPU time against the wall, read by psutil.
+
+    CPU% is the CPU time used over a wall interval, and the kernel counts CPU time in
+    ticks (10 ms at HZ=100): over an interval of a millisecond one tick reads as 1,000 %,
+    which psutil's `cpu_percent()` would report for a sample taken just after the process
+    was first seen (13,385 % was seen on a 2-core machine). So a reading is made only
+    over an interval of at least `min_interval_s`; a sooner call returns None and keeps
+    the interval open."""
+
+    def __init__(self, proc: psutil.Process, min_interval_s: float) -> None:
+        self.proc = proc
+        self.min_interval_s = min_interval_s
+        self._wall, self._cpu = time.monotonic(), self._cpu_s()
+
+    def _cpu_s(self) -> float:
+        times = self.proc.cpu_times()
+        return float(times.user + times.system)
+
+    def percent(self) -> float | None:
+        """CPU% of one core since the last reading, or None when too little time passed."""
+        wall, cpu = time.monotonic(), self._cpu_s()
+        elapsed = wall - self._wall
+        if elapsed < self.min_interval_s:
+            return None
+        used = cpu - self._cpu
+        self._wall, self._cpu = wall, cpu
+        return 100.0 * max(used, 0.0) / elapsed
+
+
 class ProcessSampler:
-    """psutil CPU% (of one core) and RSS for each registered process."""
+    """CPU% (of one core) and RSS of each registered process, read with psutil."""
 
     name = "loadgen"
 
@@ -49,7 +79,7 @@ class ProcessSampler:
         self.host = host or socket.gethostname()
         self.source = f"loadgen:{self.host}"
         self._pids: tuple[int, ...] = tuple(dict.fromkeys(pids))
-        self._procs: dict[int, psutil.Process | None] = {}
+        self._cpu: dict[int, _CpuClock | None] = {}
         self._gaps: dict[int, GapTracker] = {}
 
     def add_pid(self, pid: int) -> None:
@@ -64,20 +94,20 @@ class ProcessSampler:
         rows: list[Sample] = []
         for pid in self._pids:
             gaps = self._gaps.setdefault(pid, GapTracker(loadgen_source(pid, self.host)))
-            if pid not in self._procs:
-                self._procs[pid] = self._prime(pid)
-                if self._procs[pid] is not None:
-                    continue  # the first cpu_percent() reading is meaningless
-            proc = self._procs[pid]
-            if proc is None:
+            if pid not in self._cpu:
+                self._cpu[pid] = self._first_seen(pid)
+                if self._cpu[pid] is not None:
+                    continue  # CPU% needs an interval: the first reading only starts it
+            clock = self._cpu[pid]
+            if clock is None:
                 rows.extend(gaps.missing(ts, "process not found"))
                 continue
             try:
-                with proc.oneshot():
-                    cpu = proc.cpu_percent(None)
-                    rss = proc.memory_info().rss
+                with clock.proc.oneshot():
+                    cpu = clock.percent()
+                    rss = clock.proc.memory_info().rss
             except (psutil.NoSuchProcess, psutil.ZombieProcess):
-                self._procs[pid] = None
+                self._cpu[pid] = None
                 rows.extend(gaps.missing(ts, "process exited"))
                 continue
             except psutil.Error as exc:
@@ -85,8 +115,9 @@ class ProcessSampler:
                 continue
             source = gaps.source
             rows.extend(gaps.present(ts))
-            rows.append(Sample(ts, source, "loadgen_cpu_pct", float(cpu), "{}",
-                               "psutil.cpu_percent"))
+            if cpu is not None:
+                rows.append(Sample(ts, source, "loadgen_cpu_pct", cpu, "{}",
+                                   "psutil.cpu_times"))
             rows.append(Sample(ts, source, "loadgen_rss_bytes", float(rss), "{}",
                                "psutil.memory_info.rss"))
         return rows
@@ -97,12 +128,9 @@ class ProcessSampler:
             rows.extend(gaps.close_all(ts))
         return rows
 
-    @staticmethod
-    def _prime(pid: int) -> psutil.Process | None:
+    def _first_seen(self, pid: int) -> _CpuClock | None:
         try:
-            proc = psutil.Process(pid)
-            proc.cpu_percent(None)
-            return proc
+            return _CpuClock(psutil.Process(pid), min_interval_s=0.5 * self.interval_s)
         except psutil.Error:
             return None
 
