@@ -330,3 +330,37 @@ def test_users_on_the_command_line_override_the_files(tmp_path: Path) -> None:
     peaks = _users_run(tmp_path, "--users", "8")
     assert 1 < peaks["one"] <= 4, peaks
     assert peaks["three"] <= 4, peaks
+
+
+@pytest.mark.unit
+def test_rate_is_the_total_offered_over_every_workload_trace_replay_included() -> None:
+    """`--rate 20` on the four default workloads: each gets its weight's share of 20, and
+    the trace replay too (it offered its own ~17 req/s on top: 36 in all), its clock
+    scaled so that its window holds its share's arrivals. Recounted here from the specs
+    the run's workloads get and the trace window that replay sends."""
+    from collections import Counter
+
+    from zerohop.loadgen.workload_binding import _with_rate_override
+    from zerohop.workloads.traces import read_trace, replay_window
+
+    specs = load_workloads([Path(__file__).resolve().parents[2] / "workloads" / "all.yaml"])
+    classes = [SimpleNamespace(weight=s.weight, workload_kind=s.kind, spec=s) for s in specs]
+    environment = SimpleNamespace(parsed_options=SimpleNamespace(zh_rate_override=20.0),
+                                  user_classes=classes)
+    total_weight = sum(s.weight for s in specs)
+    offered = 0.0
+    for user_class in classes:
+        spec = _with_rate_override(environment, user_class, user_class.spec)
+        share = 20.0 * user_class.weight / total_weight
+        if spec.kind == "trace_replay":
+            rows = read_trace(spec.trace, spec.resolved_format)
+            window = replay_window(rows, speed=spec.speed, duration_s=spec.duration_s)
+            # arrivals that share a timestamp enter together: off by at most one such group
+            tie = max(Counter(r.offset_s for r in rows).values())
+            assert abs(len(window) - share * spec.duration_s) <= tie
+            rate = len(window) / spec.duration_s
+        else:
+            assert (spec.load.kind, spec.load.rate_rps) == ("open", pytest.approx(share))
+            rate = spec.load.rate_rps
+        offered += rate
+    assert offered == pytest.approx(20.0, rel=0.05)

@@ -114,3 +114,30 @@ def test_the_console_prints_a_percentile_only_where_its_sample_holds_it(
     else:
         assert ttft_p99 == f"{quantile(ttft, 0.99):.1f}"
         assert e2e_p99 == f"{quantile([row['e2e_ms'] for row in rows], 0.99):.1f}"
+
+
+def test_a_target_that_fell_behind_is_said_with_offered_against_completed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """36 req/s offered, each answered 2 s after the previous one finished: the console
+    says what was offered and completed (recounted here from the rows) and that the
+    target did not keep up, where the old console said only an SLO verdict."""
+    n = 360
+    rows = [{
+        "workload": "flood", "outcome": "ok", "scheduled_ts": T0 + i / 36.0,
+        "sent_ts": T0 + i / 36.0, "end_ts": T0 + 0.5 + i / 14.0,
+        "schedule_lag_ms": 0.1, "ttft_ms": 100.0, "e2e_ms": 300.0, "tpot_ms": 5.0,
+        "input_tokens": 100, "output_tokens": 16, "itl_ms": [5.0] * 15,
+    } for i in range(n)]
+    frame, itl = frame_from_rows(rows)
+    telemetry = pd.DataFrame({"ts": [], "source": [], "metric": [], "labels": [], "value": []})
+    run = RunData(run_dir=Path("/nonexistent"), manifest=_manifest(
+        counters={"sent": n, "dropped_arrivals": 0}), requests=frame, itl=itl,
+        telemetry=telemetry, microbench=None, requests_source="jsonl")
+    out = _console(analyse_run(run), capsys)
+    window = 10.0  # the manifest's load duration, from the first arrival
+    offered = sum(T0 <= r["scheduled_ts"] < T0 + window for r in rows) / window
+    completed = sum(r["end_ts"] <= T0 + window for r in rows) / window
+    assert (f"load: offered {offered:.2f} req/s, completed {completed:.2f} req/s "
+            f"({completed / offered:.0%} of offered)") in out, out
+    assert (f"zerohop: warning: the target did not keep up: it completed {completed:.2f} of "
+            f"the {offered:.2f} req/s offered") in out, out

@@ -184,3 +184,24 @@ def test_a_layer_sweep_point_is_judged_on_its_direct_arm_at_every_arms_throughpu
     assert point.goodput_rps == pytest.approx(point.achieved_rps)  # direct: all good
     assert point.ttft_p99_ms < 100.0  # the router's +900 ms is not the engines'
     assert all(check.met for check in point.slos)
+
+
+def test_the_capacity_axis_and_operating_point_are_the_measured_offered_rate() -> None:
+    """A sweep whose points offered more than they asked for (a workload that kept its
+    own pace: `rate 2` offered 10.9 req/s) is drawn and named by what was offered."""
+    from dataclasses import replace
+
+    from zerohop.planning.capacity_cli import summary_lines
+    from zerohop.planning.capacity_page import capacity_page
+
+    offered = {2: 10.9, 4: 12.8, 8: 17.1}
+    points = [replace(cp(load, ttft), offered_rps=offered[load], achieved_rps=offered[load],
+                      goodput_rps=offered[load])
+              for load, ttft in ((2, 100), (4, 300), (8, 1400))]
+    plan = plan_capacity(points, {"ttft_p99_ms": 500}, Forecast(peak_qps=100))
+    page = capacity_page(plan, "now")
+    for chart in page.charts:
+        assert list(chart.x) == [10.9, 12.8, 17.1], chart.chart_id
+        assert chart.x_label == "req/s offered"
+    line = next(line for line in summary_lines(plan) if line.startswith("operating point"))
+    assert line.startswith("operating point: 12.8 req/s offered (the sweep's point 4 req/s)")

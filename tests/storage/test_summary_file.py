@@ -60,6 +60,11 @@ def test_figures_match_the_records(tmp_path: Path) -> None:
         assert entry["errors"] == len(mine) - len(ok)
         assert entry["outcomes"] == mine["outcome"].value_counts().to_dict()
         assert entry["rates"]["req_per_s"] == pytest.approx(len(ok) / span)
+        # offered: every request that arrived (scheduled, else sent) in the window
+        arrived = mine["scheduled_ts"].fillna(mine["sent_ts"])
+        start = arrival.min()
+        inside = ((arrived >= start) & (arrived < start + span)).sum()
+        assert entry["rates"]["offered_rps"] == pytest.approx(inside / span)
         assert entry["rates"]["output_tokens_per_s"] == pytest.approx(
             ok["output_tokens"].sum() / span)
         good = ok[ok["ttft_ms"] <= 400.0]

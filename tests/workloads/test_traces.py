@@ -17,6 +17,7 @@ from zerohop.workloads.traces import (
     read_sharegpt_json,
     read_trace,
     replay_window,
+    speed_for_rate,
 )
 
 pytestmark = pytest.mark.unit
@@ -157,3 +158,26 @@ def test_replay_window_scales_time_and_keeps_the_burst_shape() -> None:
     assert len(replay_window(untimed, speed=3, duration_s=1, max_requests=4)) == 4
     with pytest.raises(ValueError, match="speed"):
         replay_window(rows, speed=0)
+
+
+def test_a_trace_is_time_scaled_to_offer_a_given_rate_with_its_shape_kept() -> None:
+    """`--rate`'s share of a trace replay: the speed at which its window holds the share's
+    arrivals, recounted here from the window that speed replays."""
+    from zerohop.workloads.data_paths import package_data_dir
+
+    rows = read_trace(package_data_dir() / "traces" / "azure_conv_first3600.csv")
+    for rate in (0.3, 2.5, 12.0):
+        speed = speed_for_rate(rows, rate, duration_s=60.0)
+        window = replay_window(rows, speed=speed, duration_s=60.0)
+        assert len(window) == round(rate * 60.0), (rate, speed)
+        # the shape kept: the same trace seconds, only their clock divided by `speed`
+        assert [r.offset_s * speed for r in window] == pytest.approx(
+            [r.offset_s for r in rows[:len(window)]])
+    timed = [TraceRequest(float(t), 1, 1, row=i) for i in range(50) for t in [2 * i]]
+    # 10 arrivals (0, 2, ... 18 s): the window ends at 19 s, halfway to the 11th
+    assert speed_for_rate(timed, 0.5, duration_s=20.0) == pytest.approx(19 / 20)
+    assert speed_for_rate(timed, 0.5) == pytest.approx(0.5 * 98 / 50)  # the mean rate
+    # past the trace's end: extrapolated at its mean rate
+    assert speed_for_rate(timed, 10.0, duration_s=10.0) == pytest.approx(98 * 100.5 / 50 / 10)
+    with pytest.raises(ValueError, match="arrival times"):
+        speed_for_rate([TraceRequest(None, 1, 1, row=i) for i in range(5)], 1.0)

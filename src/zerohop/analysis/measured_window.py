@@ -61,6 +61,15 @@ class MeasuredWindow:
             return math.nan
         return count * self.weight / self.duration_s
 
+    def arrived(self, requests: pd.DataFrame) -> np.ndarray:
+        """Per request: did it arrive (its scheduled time, else its send) inside the
+        window? These are the requests the offered rate counts."""
+        if math.isnan(self.start_ts):
+            return np.ones(len(requests), dtype=bool)
+        arrival = _arrival_ts(requests)
+        with np.errstate(invalid="ignore"):
+            return (arrival >= self.start_ts) & (arrival < self.end_ts)
+
     def counts(self, requests: pd.DataFrame) -> np.ndarray:
         """Per request: did it end inside the window (a record without an end time:
         did it start inside it)? These are the requests the rates count."""

@@ -55,6 +55,10 @@ class WorkloadSummary:
     # pooling requests (embedding, rerank): texts embedded or ranked per second; None
     # where no request carried any
     items_per_s: float | None = None
+    # requests that arrived (were due: scheduled, else sent) inside the window, per
+    # second: what was offered, beside `req_per_s`, what the target completed
+    offered_rps: float = math.nan
+    open_loop: bool = False  # some of its requests had arrival times (open loop, traces)
 
     @property
     def pooling_only(self) -> bool:
@@ -157,6 +161,8 @@ def summarise(
         figures=figures,
         items_per_s=window.rate(_sum(items, carried)) if has_items and items is not None
         else None,
+        offered_rps=window.rate(int((mask & window.arrived(requests)).sum())),
+        open_loop=bool(np.isfinite(requests["scheduled_ts"].to_numpy(dtype=float)[mask]).any()),
     )
 
 

@@ -182,7 +182,7 @@ def _workload_section(run: RunData, summary: WorkloadSummary, results: Sequence[
         "outcomes": {o.outcome: o.count for o in outcome_counts(requests.loc[mask, ["outcome"]])},
         # items/s: pooling requests' texts (null where none carried any)
         "rates": {name: getattr(summary, name) for name in RUN_RATES}
-        | {"items_per_s": summary.items_per_s},
+        | {"items_per_s": summary.items_per_s, "offered_rps": summary.offered_rps},
         "good": summary.good,
         "good_fraction": summary.good_fraction,
         "metrics": {name: _distribution(figures[name]) for name in SUMMARISED

@@ -149,17 +149,34 @@ def spec_for(environment: Any, user_class: type) -> Any:
 
 
 def _with_rate_override(environment: Any, user_class: type, spec: Any) -> Any:
-    """`--rate R`: every non-trace workload becomes open-loop Poisson at its weight's share
-    of R (a derived spec; the validated one is not changed)."""
+    """`--rate R`: R is the run's total offered rate, split by weight over every workload
+    it runs (a derived spec; the validated one is not changed). Each becomes open-loop
+    Poisson at its share, but a trace replay, which keeps its trace's arrivals (their
+    bursts and lulls) with its clock scaled so that its mean rate is its share."""
     rate = float(opt.option(environment, "zh_rate_override") or 0.0)
-    if rate <= 0 or spec.kind == "trace_replay":
+    if rate <= 0:
         return spec
     from zerohop.workloads.load_spec import OpenLoad
 
     weights = [getattr(c, "weight", 1) for c in environment.user_classes
-               if getattr(c, "workload_kind", "") not in ("", "trace_replay")]
-    share = getattr(user_class, "weight", 1) / max(sum(weights), 1)
-    return spec.model_copy(update={"load": OpenLoad(kind="open", rate_rps=rate * share)})
+               if getattr(c, "workload_kind", "")]
+    share = rate * getattr(user_class, "weight", 1) / max(sum(weights), 1)
+    if spec.kind == "trace_replay":
+        return _trace_at_rate(spec, share)
+    return spec.model_copy(update={"load": OpenLoad(kind="open", rate_rps=share)})
+
+
+def _trace_at_rate(spec: Any, rate_rps: float) -> Any:
+    """A trace replay whose speed makes its window's mean rate `rate_rps`; one without
+    arrival times (a ShareGPT file) keeps its own pace, as the docs say."""
+    from zerohop.workloads.traces import read_trace, speed_for_rate
+
+    try:
+        speed = speed_for_rate(read_trace(spec.trace, spec.resolved_format), rate_rps,
+                               start_offset_s=spec.start_offset_s, duration_s=spec.duration_s)
+    except ValueError:
+        return spec
+    return spec.model_copy(update={"speed": speed})
 
 
 def worker_position(environment: Any) -> tuple[int, int]:

@@ -21,7 +21,7 @@ from zerohop.planning.capacity import (
     measure_sweep,
     plan_capacity,
 )
-from zerohop.planning.capacity_page import write_capacity_report
+from zerohop.planning.capacity_page import operating_point_text, write_capacity_report
 
 CAPACITY_JSON = "capacity.json"
 CAPACITY_HTML = "capacity.html"
@@ -127,8 +127,9 @@ def summary_lines(plan: CapacityPlan) -> list[str]:
     if op is None:
         lines.append("operating point: none meets the SLOs")
     else:
-        lines.append(f"operating point: {op.load:g} {unit} · goodput {op.goodput_rps:.3g} "
-                     f"req/s · {op.output_tokens_per_s:.4g} output tok/s per replica")
+        lines.append(f"operating point: {operating_point_text(plan)} · goodput "
+                     f"{op.goodput_rps:.3g} req/s · {op.output_tokens_per_s:.4g} output tok/s "
+                     "per replica")
     if plan.slo_limited_load_estimate is not None:
         lines.append(f"SLO-limited load ≈ {plan.slo_limited_load_estimate:.3g} {unit} "
                      f"(interpolated; limited by {plan.slo_limited_by})")

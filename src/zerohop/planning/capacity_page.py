@@ -28,7 +28,7 @@ def capacity_page(plan: CapacityPlan, generated_at: str) -> Page:
     charts = _charts(plan, unit)
     op = plan.operating_point
     figures = [
-        ("operating point", f"{op.load:g} ({unit})" if op else "none meets the SLOs"),
+        ("operating point", operating_point_text(plan) if op else "none meets the SLOs"),
         ("max goodput per replica", _rate(plan.max_goodput_rps) + " req/s"),
         ("output tokens/s at the operating point",
          fmt.rate(op.output_tokens_per_s) if op else fmt.DASH),
@@ -74,8 +74,26 @@ def _row(point: CapacityPoint, chosen: bool) -> dict[str, Any]:
     }
 
 
+def operating_point_text(plan: CapacityPlan) -> str:
+    """The operating point as its load: in rate mode the rate measured as offered there
+    (arrivals due ÷ the window), beside the rate the sweep asked for."""
+    op = plan.operating_point
+    assert op is not None
+    if plan.mode != "rate":
+        return f"{op.load:g} concurrent users"
+    return f"{op.offered_rps:.3g} req/s offered (the sweep's point {op.load:g} req/s)"
+
+
+def x_axis(plan: CapacityPlan) -> np.ndarray:
+    """Each point's load as drawn: the measured offered rate in rate mode (a point's
+    asked rate is not what it offered where a workload keeps its own pace), users else."""
+    if plan.mode == "rate":
+        return np.array([p.offered_rps for p in plan.points], dtype=float)
+    return np.array([p.load for p in plan.points], dtype=float)
+
+
 def _charts(plan: CapacityPlan, unit: str) -> list[Chart]:
-    x = np.array([p.load for p in plan.points], dtype=float)
+    x = x_axis(plan)
     chosen = plan.operating_point
     charts = []
     for metric, title in (("ttft", "TTFT"), ("tpot", "TPOT")):

@@ -41,7 +41,8 @@ def write_sweep_page(sweep_dir: Path, name: str, mode: str, points: Sequence[Any
 def sweep_context(name: str, mode: str, points: Sequence[Any],
                   saturation: Mapping[str, Any], *, finished: bool,
                   generated_at: str) -> dict[str, Any]:
-    unit = "req/s offered" if mode == "rate" else "concurrent users"
+    # a point's load is the rate it asked for; what it offered is measured (its column)
+    unit = "req/s asked" if mode == "rate" else "concurrent users"
     if saturation.get("found"):
         verdict = (f"saturated at {saturation['first_saturated_load']:g} ({unit}): "
                    f"{saturation.get('reason')}; the last healthy load was "

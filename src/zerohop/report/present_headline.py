@@ -4,10 +4,12 @@ scrolling."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from zerohop.analysis.load_shape import WorkloadLoad
 from zerohop.analysis.run_analysis import RunAnalysis
+from zerohop.analysis.summary import WorkloadSummary
 from zerohop.core.metrics import REQUEST_LATENCIES, needed_n, percentile_fraction, title
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, add_chart
@@ -50,6 +52,28 @@ def _load_of(load: WorkloadLoad) -> str:
     return f"{load.workload}: closed, at most {load.peak_in_flight} in flight"
 
 
+KEPT_UP = 0.9  # completed ÷ offered below this, with arrivals due: the target fell behind
+
+
+def offered_check(total: WorkloadSummary) -> dict[str, Any] | None:
+    """What was offered against what was completed over the measured window, so a
+    target that fell behind is plain on the first screen and at the end of the console,
+    whatever else the run says (requests still running when the window closed count as
+    offered, not completed). A run with arrivals due (open loop, traces) that completed
+    less than KEPT_UP of them warns, with the `warning` the console prints."""
+    if not (total.offered_rps > 0 and math.isfinite(total.req_per_s)):
+        return None
+    share = total.req_per_s / total.offered_rps
+    text = (f"load: offered {total.offered_rps:.2f} req/s, completed {total.req_per_s:.2f} "
+            f"req/s ({share:.0%} of offered) over the {total.window_s:.1f} s window")
+    if not (total.open_loop and share < KEPT_UP):
+        return {"status": "ok", "text": text}
+    return {"status": "warn", "text": text + ": the target did not keep up",
+            "warning": f"the target did not keep up: it completed {total.req_per_s:.2f} of "
+                       f"the {total.offered_rps:.2f} req/s offered ({share:.0%}); latencies "
+                       "past this point grow with the run's length"}
+
+
 def verdict(analysis: RunAnalysis) -> dict[str, Any]:
     items = []
     if analysis.slo_results:
@@ -74,6 +98,9 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
             }
         )
     items += load_checks(analysis.manifest)
+    offered = offered_check(analysis.total)
+    if offered is not None:
+        items.append({"status": offered["status"], "text": offered["text"]})
     certificate = certificate_check(analysis.manifest)
     if certificate is not None:
         items.append(certificate)

@@ -14,7 +14,7 @@ from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import ITEMS, PER_USER_OUTPUT_RATE
 from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.report import formatting as fmt
-from zerohop.report.present_headline import load_checks
+from zerohop.report.present_headline import load_checks, offered_check
 from zerohop.report.present_probe import console_line
 
 
@@ -64,6 +64,9 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
     if any(s.latency.get("ttft_ms") is not None
            and 0 < s.latency["ttft_ms"].n < needed_n(0.99) for s in streamed):
         click.echo("(-: fewer requests than the percentile needs: p99 needs 100)")
+    offered = offered_check(analysis.total)
+    if offered is not None:
+        click.echo(offered["text"])
     for flag in analysis.token_counts.flags if analysis.token_counts else []:
         click.echo(f"prompt sizes: {flag}")
     probe = console_line(analysis.sections.get("probe"))
@@ -83,6 +86,9 @@ def warnings(analysis: RunAnalysis) -> list[str]:
     if not fidelity.ok and "simulation" not in analysis.manifest:
         lines.append("client fidelity flagged: " + "; ".join(fidelity.reasons))
     lines += [check["text"] for check in load_checks(analysis.manifest)]
+    offered = offered_check(analysis.total)
+    if offered is not None and offered["status"] == "warn":
+        lines.append(offered["warning"])
     return lines
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.prompts import count_regex_tokens
 
@@ -117,6 +119,42 @@ def replay_window(
             break
         chosen.append(replace(request, offset_s=(request.offset_s - start_offset_s) / speed))
     return chosen
+
+
+def speed_for_rate(
+    requests: Sequence[TraceRequest],
+    rate_rps: float,
+    *,
+    start_offset_s: float = 0.0,
+    duration_s: float | None = None,
+) -> float:
+    """The replay speed at which this trace offers `rate_rps` over a replay of
+    `duration_s` run seconds, its arrivals' shape kept and only its clock scaled: the
+    window must hold rate × duration arrivals, so it ends (in trace time) halfway between
+    that many and one more (arrivals sharing a timestamp enter together: the nearest such
+    count), and the speed is that span over the duration. A trace is not
+    steady (the Azure conversation trace's first 30 s hold 2.5× fewer arrivals than its
+    mean), so a mean rate scaled by a ratio would miss. Past the trace's end the span is
+    extrapolated at its mean rate (the replay then ends early, with fewer arrivals);
+    without a duration the whole trace is scaled by its mean rate. ValueError for a trace
+    without timestamps (it has no rate to scale)."""
+    if any(r.offset_s is None for r in requests):
+        raise ValueError("the trace has no arrival times to scale")
+    offsets = np.sort(np.array([r.offset_s for r in requests if r.offset_s is not None],
+                               dtype=float))
+    offsets = offsets[offsets >= start_offset_s] - start_offset_s
+    if offsets.size < 2 or not offsets[-1] > 0:
+        raise ValueError("the trace's window has no length")
+    if duration_s is None:
+        return rate_rps * float(offsets[-1]) / offsets.size
+    wanted = rate_rps * duration_s
+    times, ties = np.unique(offsets, return_counts=True)
+    held = np.cumsum(ties)  # a window ending just after times[i] holds held[i] arrivals
+    if wanted >= offsets.size or times.size < 2:
+        return float(offsets[-1]) * (wanted + 0.5) / offsets.size / duration_s
+    # arrivals that share a timestamp enter together: the cut nearest the count wanted
+    i = int(np.argmin(np.abs(held[:-1] - wanted)))
+    return float(times[i] + times[i + 1]) / 2.0 / duration_s
 
 
 # --- Azure CSV -------------------------------------------------------------------------------
