@@ -3,6 +3,8 @@ noise, a 20 %-slower target is worse for TPOT, and a layer's cost is attributed.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -101,3 +103,41 @@ def test_error_rate_is_judged(make_run: RunFactory) -> None:
     assert error_rate.name == "error %"
     assert error_rate.verdict == "worse"
     assert error_rate.ci_low > 0
+
+
+def test_a_percentile_is_judged_only_where_both_samples_hold_it(make_run: RunFactory) -> None:
+    """The report's n rule (p99 needs 100 values, p99.9 1,000): compare calls p99 of 15
+    requests "no data" instead of better or worse (it is their maximum)."""
+    from zerohop.core.metrics import needed_n
+
+    base = load_run(make_run(noise_seed=1, n_requests=60, name="base"))
+    slower = load_run(make_run(noise_seed=2, n_requests=60, tpot_scale=1.5, name="slower"))
+    comparison = compare_runs(base, slower, CompareSettings(seed=7))
+    for workload in comparison.workloads:
+        for metric in workload.metrics:
+            smaller = min(metric.base_n, metric.candidate_n)
+            for row in metric.rows:
+                q = float(row.stat.removeprefix("p")) / 100
+                if smaller < needed_n(q):
+                    assert row.verdict == "no data", (workload.workload, metric.metric, row)
+                else:
+                    assert row.verdict != "no data", (workload.workload, metric.metric, row)
+
+
+def test_itl_is_compared_between_reads_as_the_report_shows_it(make_run: RunFactory) -> None:
+    """A run whose tokens arrive several to a read (speculative decoding) has 0 ms gaps
+    inside each read; every-gap ITL made it look 99 % faster. Compared between reads, the
+    same per-read pace is within noise."""
+    base = load_run(make_run(noise_seed=1, name="base"))
+    spec = load_run(make_run(noise_seed=2, name="spec"))
+    ok = (spec.requests["outcome"] == "ok").to_numpy()
+    # three of every four gaps become same-read 0 ms gaps; the fourth keeps its value
+    values = spec.itl.values.copy()
+    values[np.arange(values.size) % 4 != 3] = 0.0
+    spec.itl = replace(spec.itl, values=values)
+    assert (spec.itl.pooled(ok) == 0).mean() > 0.7
+    comparison = compare_runs(base, spec, CompareSettings(seed=7))
+    itl = next(m for m in comparison.workloads[-1].metrics if m.metric == "itl_ms")
+    assert itl.candidate_n == int((spec.itl.pooled(ok) > 0).sum())
+    p50 = next(r for r in itl.rows if r.stat == "p50")
+    assert abs(p50.delta_pct) < 5 and p50.verdict == "within noise", p50

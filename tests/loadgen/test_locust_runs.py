@@ -49,6 +49,11 @@ def test_no_host_runs_all_workloads_and_leaves_a_complete_folder(tmp_path: Path)
     assert (run / "telemetry.parquet").exists()
     # LoRA mix: several adapters answered
     assert df[df.workload == "lora_mix"].adapter.nunique() >= 2
+    # headless Locust leaves summary.json as `zerohop run` does, its counts the records'
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["total"]["requests"] == len(df)
+    assert {w["workload"]: w["requests"] for w in summary["workloads"]} == \
+        df.groupby("workload").size().to_dict()
 
 
 def test_master_and_two_workers_deliver_every_record_exactly_once(tmp_path: Path,

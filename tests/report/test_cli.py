@@ -46,6 +46,25 @@ def test_report_writes_the_page(make_run: RunFactory, tmp_path: Path) -> None:
 
 
 @pytest.mark.unit
+def test_report_of_a_folder_without_summary_json_writes_it(make_run: RunFactory) -> None:
+    """A folder Locust wrote alone (headless `locust -f loadtests/`) has records and a
+    manifest but no summary.json: `zerohop report DIR` writes it, from the same figures."""
+    import json
+
+    import pandas as pd
+
+    run_dir = make_run(n_requests=300)
+    (run_dir / "summary.json").unlink(missing_ok=True)
+    result = CliRunner().invoke(report_command, [str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert str(run_dir / "summary.json") in result.output
+    summary = json.loads((run_dir / "summary.json").read_text())
+    records = pd.read_parquet(run_dir / "requests.parquet")
+    assert summary["total"]["requests"] == len(records)
+    assert summary["total"]["ok"] == int((records["outcome"] == "ok").sum())
+
+
+@pytest.mark.unit
 def test_report_reads_jsonl_sinks_of_a_killed_run(make_run: RunFactory, tmp_path: Path) -> None:
     run_dir = tmp_path / "killed"
     shutil.copytree(make_run(n_requests=300, sinks_only=True), run_dir)

@@ -36,6 +36,7 @@ from zerohop.analysis.quantiles import PERCENTILES, cdf_points
 from zerohop.analysis.run_data import RunData, category_codes
 from zerohop.analysis.summary import ALL_WORKLOADS
 from zerohop.core import metrics as catalogue
+from zerohop.core.metrics import needed_n
 
 Verdict = Literal["better", "worse", "within noise", "mixed", "no data"]
 
@@ -236,14 +237,17 @@ def is_layer_pair(base: RunData, candidate: RunData) -> bool:
 
 
 def ok_values(run: RunData, workload: str, metric: str) -> np.ndarray:
-    """The metric's values over `ok` requests of one workload (or all of them);
-    ITL is the pooled gaps."""
+    """The metric's values over `ok` requests of one workload (or all of them). ITL is
+    the gaps between reads, as the report judges it (analysis/reads.py): the pooled gaps
+    less the 0 ms ones of tokens that arrived in one read (speculative decoding's
+    accepted drafts), which would make a run with them look 99 % faster."""
     frame = run.requests
     mask = (frame["outcome"] == "ok").to_numpy()
     if workload != ALL_WORKLOADS:
         mask = mask & (frame["workload"] == workload).to_numpy()
     if metric == "itl_ms":
-        return run.itl.pooled(mask)
+        gaps = run.itl.pooled(mask)
+        return gaps[gaps > 0]
     values = frame[metric].to_numpy(dtype=float)[mask]
     return values[np.isfinite(values)]
 
@@ -316,8 +320,11 @@ def _percentile_deltas(
     base_points = _percentiles(base_values)
     cand_points = _percentiles(cand_values)
     rows = []
+    smaller = min(base_values.size, cand_values.size)
     for i, (stat, _) in enumerate(PERCENTILES):
         b, c = base_points[i], cand_points[i]
+        if smaller < needed_n(qs[i]):  # the report's rule: p99 of 15 values is the max
+            b = c = math.nan
         delta = c - b
         ci = percentile_interval(cand_draws[i] - base_draws[i], settings.confidence)
         rows.append(

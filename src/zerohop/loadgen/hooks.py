@@ -16,7 +16,13 @@ from typing import Any
 import gevent
 
 from zerohop.client.target_check import check_target
-from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED, RunError
+from zerohop.core.exit_codes import (
+    EXIT_BAD_INPUT,
+    EXIT_UNREACHABLE,
+    EXIT_WORKER_FAILED,
+    RunError,
+    one_line,
+)
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.core.redaction import known_secrets, scrub
 from zerohop.loadgen import options as opt
@@ -447,9 +453,24 @@ def _on_quitting(environment: Any, **_: Any) -> None:
                 **({LOAD_STOPPED_KEY: stopped} if stopped is not None else {}),
                 **({"workers_failed": failed} if failed else {}),
             )
+            if not opt.option(environment, "zh_plan"):
+                _write_summary(rt.run_dir)
     finally:
         if rt.sim is not None:
             rt.sim.stop()
+
+
+def _write_summary(run_dir: Path) -> None:
+    """summary.json of a run Locust ran alone (`zerohop run` writes it from the analysis
+    its console and report share); a folder with nothing to summarise says so in the log."""
+    from zerohop.storage.summary_file import write_summary
+
+    try:
+        path = write_summary(run_dir)
+    except Exception as exc:  # the folder stays as measured; the summary is extra
+        log.warning("zerohop: summary.json not written: %s", one_line(exc))
+        return
+    log.info("zerohop: %s", path)
 
 
 def _end_state(environment: Any, rt: ProcessRuntime) -> tuple[str, str, list[Any]]:

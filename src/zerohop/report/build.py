@@ -31,9 +31,12 @@ def build_report(
     alert_rules: Iterable[AlertRuleInput] | None = None,
     max_lag_windows: int = 5,
     timings: dict[str, float] | None = None,
+    summary: bool = False,
 ) -> Path:
     """Write the report of one results folder (default `<run_dir>/report.html`) and
     return its path: the folder is loaded and analysed once, then `write_report`.
+    `summary`: also (re)write the folder's summary.json from the same analysis, as
+    `zerohop run` does (`zerohop report DIR` of a folder Locust wrote alone has none).
     `alert_rules=None` applies the default rules; `[]` applies none. `timings`, when
     given, gets the seconds of each step (load, analyse, present, render)."""
     if not window_s > 0:
@@ -49,6 +52,11 @@ def build_report(
         run,
         AnalysisSettings(window_s=window_s, max_lag_windows=max_lag_windows, alert_rules=rules),
     )
+    if summary:
+        from zerohop.analysis.summary_document import parts_of_analysis
+        from zerohop.storage.summary_file import write_summary
+
+        write_summary(Path(run_dir), run, parts_of_analysis(analysis, run))
     del run  # the records and their gaps: gigabytes at ten million records
     steps["analyse"] = time.perf_counter() - clock
     target = Path(out) if out is not None else Path(run_dir) / REPORT_FILE

@@ -16,6 +16,7 @@ from typing import NoReturn, TypeVar
 import click
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_REGRESSION
+from zerohop.core.layout import SUMMARY_FILE
 
 T = TypeVar("T")
 
@@ -88,10 +89,12 @@ def report_command(
             window_s=window_s,
             alert_rules=rules,
             max_lag_windows=max_lag_windows,
+            summary=True,
         )
 
     path = _or_exit(run)
-    click.echo(f"report written: {path} ({path.stat().st_size / 1e6:.2f} MB)")
+    click.echo(f"report written: {path} ({path.stat().st_size / 1e6:.2f} MB); "
+               f"{Path(results_dir) / SUMMARY_FILE}")
 
 
 @click.command(name="compare")
