@@ -143,3 +143,17 @@ def test_pooling_requests_cost_joules_per_item() -> None:
     assert energy is not None and energy.items == 80  # ten ok requests in the window
     assert energy.j_per_item == pytest.approx(3000.0 / 80)
     assert math.isnan(energy.j_per_output_token)
+
+
+@pytest.mark.parametrize("modelled", [True, False])
+def test_the_console_says_when_energy_is_modelled(modelled: bool) -> None:
+    from zerohop.runner.console_summary import energy_line
+
+    run = _run([("prom" if modelled else "nvml:host", "gpu_energy_j", {"gpu": "0"}, STAMPS,
+                 [1000.0 + 300.0 * (t - 99.0) for t in STAMPS])])
+    run.manifest["target"] = {"kind": "embedded"}
+    energy = summarise_energy(run, WINDOW)
+    line = energy_line(energy)
+    assert line is not None and line.startswith("energy: 7.5 J per output token, 300 W mean")
+    assert line.endswith("(modelled by the embedded target's GPU model, not measured)") \
+        is modelled

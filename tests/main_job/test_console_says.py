@@ -3,6 +3,7 @@ arrivals, and on a missed SLO whether it sets the exit code."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,27 @@ def test_a_target_that_fell_behind_is_said_with_offered_against_completed(
             f"({completed / offered:.0%} of offered)") in out, out
     assert (f"zerohop: warning: the target did not keep up: it completed {completed:.2f} of "
             f"the {offered:.2f} req/s offered") in out, out
+
+
+def test_a_workload_whose_requests_all_ended_after_the_window_says_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Long documents sent inside a 10 s window but answered after it: 0.00 req/s is
+    its true rate over the window, and the console says why it is zero."""
+    rows = [{
+        "workload": "flood", "outcome": "ok", "scheduled_ts": T0 + i * 0.1,
+        "sent_ts": T0 + i * 0.1, "end_ts": T0 + i * 0.1 + 0.3, "schedule_lag_ms": 0.1,
+        "ttft_ms": 20.0, "e2e_ms": 300.0, "tpot_ms": 5.0, "input_tokens": 100,
+        "output_tokens": 16, "itl_ms": [5.0] * 15} for i in range(90)]
+    rows += [{
+        "workload": "long_documents", "outcome": "ok", "scheduled_ts": math.nan,
+        "sent_ts": T0 + i, "end_ts": T0 + 12.0 + i, "schedule_lag_ms": math.nan,
+        "ttft_ms": 9000.0, "e2e_ms": 12000.0, "tpot_ms": 40.0, "input_tokens": 16000,
+        "output_tokens": 64, "itl_ms": [40.0] * 63} for i in range(3)]
+    frame, itl = frame_from_rows(rows)
+    telemetry = pd.DataFrame({"ts": [], "source": [], "metric": [], "labels": [], "value": []})
+    run = RunData(run_dir=Path("/nonexistent"), manifest=_manifest(), requests=frame, itl=itl,
+                  telemetry=telemetry, microbench=None, requests_source="jsonl")
+    out = _console(analyse_run(run), capsys)
+    assert ("(long_documents: its 3 ok requests all ended after the 10.0 s window, so none "
+            "counts in its rates)") in out, out
+    assert "flood:" not in out

@@ -177,6 +177,10 @@ def test_zerohop_run_forwards_signal_and_finishes_the_folder(sig: signal.Signals
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "interrupted" and manifest["end_reason"] == sig.name, manifest
     assert (run_dir / "report.html").exists()  # built by `zerohop run` itself
+    # it says so, with how long the load ran (the summary's window, its rates' divisor)
+    window = json.loads((run_dir / "summary.json").read_text())["window"]["duration_s"]
+    assert (f"zerohop: interrupted by {sig.name} after {window:.1f} s of the planned 60 s"
+            in out), out[-3000:]
     assert_nothing_missing(run_dir, truth)
     # the embedded target went down with the run
     sim_url = manifest["target"]["url"]

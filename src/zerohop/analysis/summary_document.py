@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.energy import EnergySummary, summarise_energy
 from zerohop.analysis.error_samples import outcome_counts
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
 from zerohop.analysis.measured_window import MeasuredWindow
@@ -49,21 +50,24 @@ class SummaryParts:
     slo_results: Sequence[SloResult]
     window: MeasuredWindow
     fidelity: ClientFidelity
+    energy: EnergySummary | None = None
 
 
 def parts_of_analysis(analysis: RunAnalysis, run: RunData) -> SummaryParts:
     """The parts of a run already analysed (`zerohop run`: the console's analysis)."""
     window = analysis.window if analysis.window is not None else summarise_run(run).window
-    return SummaryParts(analysis.summaries, analysis.slo_results, window, analysis.fidelity)
+    return SummaryParts(analysis.summaries, analysis.slo_results, window, analysis.fidelity,
+                        analysis.sections.get("energy"))
 
 
 def parts_of_run(run: RunData) -> SummaryParts:
     """The parts for a run nobody analysed yet (simulate, selfcheck): the run summary
     and the fidelity verdict, as `analyse_run` computes them, without the charts."""
     summary = summarise_run(run)
-    fidelity = assess_fidelity(run.requests, telemetry_lanes(run.telemetry),
-                               run.manifest.get("client_fidelity"))
-    return SummaryParts(summary.summaries, summary.slo_results, summary.window, fidelity)
+    lanes = telemetry_lanes(run.telemetry)
+    fidelity = assess_fidelity(run.requests, lanes, run.manifest.get("client_fidelity"))
+    return SummaryParts(summary.summaries, summary.slo_results, summary.window, fidelity,
+                        summarise_energy(run, summary.window, lanes))
 
 
 def summary_document(run: RunData, parts: SummaryParts) -> dict[str, Any]:
@@ -82,7 +86,22 @@ def summary_document(run: RunData, parts: SummaryParts) -> dict[str, Any]:
         "client_fidelity": _fidelity_section(parts.fidelity, manifest),
         "workloads": [_workload_section(run, s, parts.slo_results) for s in per_workload],
         "total": _workload_section(run, total, parts.slo_results, run_wide=True),
+        "energy": _energy_section(parts.energy),
     }
+
+
+def _energy_section(energy: EnergySummary | None) -> dict[str, Any] | None:
+    """The GPUs' energy over the window (analysis/energy.py); `modelled` where it came
+    from a GPU model (the embedded target, the virtual clock), not a measured GPU."""
+    if energy is None:
+        return None
+    return {"modelled": energy.modelled, "method": energy.method, "gpus": len(energy.gpus),
+            "coverage": energy.coverage, "energy_j": energy.energy_j,
+            "mean_power_w": energy.mean_power_w,
+            "j_per_token_generated": energy.j_per_output_token,  # "…_token" reads as a secret
+            "j_per_ok_request": energy.j_per_ok_request,
+            "j_per_item": energy.j_per_item,
+            "output_tokens_per_j": energy.output_tokens_per_j}
 
 
 def _run_section(run: RunData) -> dict[str, Any]:

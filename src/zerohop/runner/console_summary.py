@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from zerohop.analysis.energy import EnergySummary
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import ITEMS, PER_USER_OUTPUT_RATE
 from zerohop.core.metrics import needed_n, percentile_fraction
@@ -61,12 +62,19 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
             f"{s.items_per_s or 0.0:>10.1f}{s.input_tokens_per_s:>11.0f}"
             f"{_ms(s.figures, ITEMS, 'p50') if batch is not None else '-':>10}"
             f"{_ms(s.latency, 'e2e_ms', 'p50'):>10}{_ms(s.latency, 'e2e_ms', 'p99'):>10}")
+    for s in analysis.summaries[:-1] if len(analysis.summaries) > 1 else analysis.summaries:
+        if s.ok > 0 and s.req_per_s == 0:
+            click.echo(f"({s.workload}: its {s.ok} ok requests all ended after the "
+                       f"{s.window_s:.1f} s window, so none counts in its rates)")
     if any(s.latency.get("ttft_ms") is not None
            and 0 < s.latency["ttft_ms"].n < needed_n(0.99) for s in streamed):
         click.echo("(-: fewer requests than the percentile needs: p99 needs 100)")
     offered = offered_check(analysis.total)
     if offered is not None:
         click.echo(offered["text"])
+    energy = energy_line(analysis.sections.get("energy"))
+    if energy is not None:
+        click.echo(energy)
     for flag in analysis.token_counts.flags if analysis.token_counts else []:
         click.echo(f"prompt sizes: {flag}")
     probe = console_line(analysis.sections.get("probe"))
@@ -76,6 +84,20 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
         click.echo(f"zerohop: warning: {line}", err=True)
     for r in verdict["results"]:
         click.echo(slo_line(r))
+
+
+def energy_line(energy: EnergySummary | None) -> str | None:
+    """The GPUs' energy per output token (per item for pooling requests), marked when a
+    GPU model, not a measured GPU, gave it."""
+    if energy is None:
+        return None
+    per = [f"{fmt.number(energy.j_per_output_token)} J per output token"
+           if energy.output_tokens > 0 else "",
+           f"{fmt.number(energy.j_per_item)} J per item" if energy.items > 0 else ""]
+    figures = " · ".join(p for p in per if p) or f"{fmt.number(energy.energy_j)} J"
+    mark = " (modelled by the embedded target's GPU model, not measured)" \
+        if energy.modelled else ""
+    return f"energy: {figures}, {fmt.number(energy.mean_power_w)} W mean{mark}"
 
 
 def warnings(analysis: RunAnalysis) -> list[str]:

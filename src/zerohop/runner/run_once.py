@@ -127,6 +127,7 @@ def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
     if report_path is not None:
         click.echo(f"report: {report_path}")
     if locust_code >= EXIT_INTERRUPTED_BASE:  # 130 SIGINT, 143 SIGTERM
+        click.echo(interrupted_line(locust_code, analysis, plan), err=True)
         return RunResult(run_dir, locust_code, report_path)
     failed_workers = results.read_manifest(run_dir).get("workers_failed") or []
     if failed_workers:
@@ -154,3 +155,13 @@ def _nothing_recorded(run_dir: Path, locust_code: int, exc: Exception) -> RunRes
                f"{last_error_line(run_dir / LOCUST_LOG)}", err=True)
     code = locust_code if locust_code >= EXIT_INTERRUPTED_BASE else EXIT_NO_SUCCESS
     return RunResult(run_dir, code, None)
+
+
+def interrupted_line(code: int, analysis: Any, plan: RunPlan) -> str:
+    """What a stopped run says: which signal, how long the load ran of what was planned,
+    and that the figures are over that time (the folder and report are finished)."""
+    signal_name = {130: "SIGINT", 143: "SIGTERM"}.get(code, f"signal {code - 128}")
+    ran = analysis.window.duration_s if analysis.window is not None else float("nan")
+    return (f"zerohop: interrupted by {signal_name} after {ran:.1f} s of the planned "
+            f"{plan.duration_s:g} s: the results folder and report are finished, their "
+            "rates over the time the load ran")
