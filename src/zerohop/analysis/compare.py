@@ -202,7 +202,7 @@ def compare_logical(
         return None
     rows = _percentile_deltas(
         _logical_latencies(base), _logical_latencies(candidate), LOGICAL_SCOPE,
-        LOGICAL_METRIC, settings,
+        LOGICAL_METRIC, settings, needs_n=False,  # as summarise_policy shows them
     )
     b_amp, c_amp = b_summary.amplification, c_summary.amplification
     models = list(dict.fromkeys([*b_summary.answered_share, *c_summary.answered_share]))
@@ -309,6 +309,8 @@ def _percentile_deltas(
     workload: str,
     metric: str,
     settings: CompareSettings,
+    *,
+    needs_n: bool = True,
 ) -> list[PercentileDelta]:
     qs = [q / 100.0 for _, q in PERCENTILES]
     base_draws = quantile_draws(
@@ -323,7 +325,7 @@ def _percentile_deltas(
     smaller = min(base_values.size, cand_values.size)
     for i, (stat, _) in enumerate(PERCENTILES):
         b, c = base_points[i], cand_points[i]
-        if smaller < needed_n(qs[i]):  # the report's rule: p99 of 15 values is the max
+        if needs_n and smaller < needed_n(qs[i]):  # the report's rule: p99 of 15 is the max
             b = c = math.nan
         delta = c - b
         ci = percentile_interval(cand_draws[i] - base_draws[i], settings.confidence)
