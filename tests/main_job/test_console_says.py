@@ -142,6 +142,12 @@ def test_a_target_that_fell_behind_is_said_with_offered_against_completed(
             f"({completed / offered:.0%} of offered)") in out, out
     assert (f"zerohop: warning: the target did not keep up: it completed {completed:.2f} of "
             f"the {offered:.2f} req/s offered") in out, out
+    # the same run under --max-concurrency 8: the cap held the arrivals, and says so
+    run.manifest["load"] = {**run.manifest["load"], "max_concurrency": 8}
+    out = _console(analyse_run(run), capsys)
+    assert (f"zerohop: warning: the --max-concurrency 8 cap held back "
+            f"{offered - completed:.2f} req/s of the {offered:.2f} offered") in out, out
+    assert "the target did not keep up" not in out
 
 
 def test_a_workload_whose_requests_all_ended_after_the_window_says_so(

@@ -52,15 +52,24 @@ def _load_of(load: WorkloadLoad) -> str:
     return f"{load.workload}: closed, at most {load.peak_in_flight} in flight"
 
 
+def concurrency_cap(manifest: dict[str, Any]) -> int | None:
+    """The run's `--max-concurrency`, from its manifest (None without one)."""
+    load = manifest.get("load")
+    cap = load.get("max_concurrency") if isinstance(load, dict) else None
+    return cap if isinstance(cap, int) and not isinstance(cap, bool) else None
+
+
 KEPT_UP = 0.9  # completed ÷ offered below this, with arrivals due: the target fell behind
 
 
-def offered_check(total: WorkloadSummary) -> dict[str, Any] | None:
+def offered_check(total: WorkloadSummary, cap: int | None = None) -> dict[str, Any] | None:
     """What was offered against what was completed over the measured window, so a
     target that fell behind is plain on the first screen and at the end of the console,
     whatever else the run says (requests still running when the window closed count as
     offered, not completed). A run with arrivals due (open loop, traces) that completed
-    less than KEPT_UP of them warns, with the `warning` the console prints."""
+    less than KEPT_UP of them warns, with the `warning` the console prints; under a
+    `--max-concurrency` `cap` the arrivals waited for a slot, and the warning says the
+    cap (or the target behind it) held them back."""
     if not (total.offered_rps > 0 and math.isfinite(total.req_per_s)):
         return None
     share = total.req_per_s / total.offered_rps
@@ -68,10 +77,16 @@ def offered_check(total: WorkloadSummary) -> dict[str, Any] | None:
             f"req/s ({share:.0%} of offered) over the {total.window_s:.1f} s window")
     if not (total.open_loop and share < KEPT_UP):
         return {"status": "ok", "text": text}
-    return {"status": "warn", "text": text + ": the target did not keep up",
-            "warning": f"the target did not keep up: it completed {total.req_per_s:.2f} of "
-                       f"the {total.offered_rps:.2f} req/s offered ({share:.0%}); latencies "
-                       "past this point grow with the run's length"}
+    held = total.offered_rps - total.req_per_s
+    if cap is not None:
+        why = (f"the --max-concurrency {cap} cap held back {held:.2f} req/s of the "
+               f"{total.offered_rps:.2f} offered: arrivals waited for a slot (see TTFT "
+               "from the schedule and the queue wait)")
+    else:
+        why = (f"the target did not keep up: it completed {total.req_per_s:.2f} of the "
+               f"{total.offered_rps:.2f} req/s offered ({share:.0%}); latencies past this "
+               "point grow with the run's length")
+    return {"status": "warn", "text": f"{text}: {why.split(':')[0]}", "warning": why}
 
 
 def verdict(analysis: RunAnalysis) -> dict[str, Any]:
@@ -98,7 +113,7 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
             }
         )
     items += load_checks(analysis.manifest)
-    offered = offered_check(analysis.total)
+    offered = offered_check(analysis.total, concurrency_cap(analysis.manifest))
     if offered is not None:
         items.append({"status": offered["status"], "text": offered["text"]})
     certificate = certificate_check(analysis.manifest)

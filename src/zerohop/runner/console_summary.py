@@ -15,7 +15,7 @@ from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import ITEMS, PER_USER_OUTPUT_RATE
 from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.report import formatting as fmt
-from zerohop.report.present_headline import load_checks, offered_check
+from zerohop.report.present_headline import concurrency_cap, load_checks, offered_check
 from zerohop.report.present_probe import console_line
 
 
@@ -69,7 +69,7 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
     if any(s.latency.get("ttft_ms") is not None
            and 0 < s.latency["ttft_ms"].n < needed_n(0.99) for s in streamed):
         click.echo("(-: fewer requests than the percentile needs: p99 needs 100)")
-    offered = offered_check(analysis.total)
+    offered = offered_check(analysis.total, concurrency_cap(analysis.manifest))
     if offered is not None:
         click.echo(offered["text"])
     energy = energy_line(analysis.sections.get("energy"))
@@ -108,7 +108,7 @@ def warnings(analysis: RunAnalysis) -> list[str]:
     if not fidelity.ok and "simulation" not in analysis.manifest:
         lines.append("client fidelity flagged: " + "; ".join(fidelity.reasons))
     lines += [check["text"] for check in load_checks(analysis.manifest)]
-    offered = offered_check(analysis.total)
+    offered = offered_check(analysis.total, concurrency_cap(analysis.manifest))
     if offered is not None and offered["status"] == "warn":
         lines.append(offered["warning"])
     return lines
