@@ -196,3 +196,49 @@ def test_energy_is_recomputed_from_the_power_samples(tmp_path: Path) -> None:
                       & (records["end_ts"] <= end)]
     assert energy["j_per_token_generated"] == pytest.approx(
         energy["energy_j"] / carried["output_tokens"].sum(), rel=1e-9)
+
+
+@pytest.mark.parametrize("cpu_peak", [35.0, 97.0])
+def test_every_headline_figure_is_its_definition(tmp_path: Path, cpu_peak: float) -> None:
+    """The figures five mutations of summary_document.py changed unseen (error % ÷ 100,
+    the good share inverted, the window's end at its start, users taken from the rate,
+    fidelity forced ok), each recomputed here from requests.parquet, the manifest and the
+    telemetry, on a run with errors, an SLO and, in one case, a client that ran hot."""
+    run_dir = write_run(tmp_path, SyntheticRun(n_requests=600, error_rate=0.08,
+                                               slo={"ttft_p99_ms": 400.0}))
+    if cpu_peak > 90:  # one loadgen CPU sample over the 90 % limit
+        telemetry = pd.read_parquet(run_dir / "telemetry.parquet")
+        cpu = telemetry.index[telemetry["metric"].astype(str) == "loadgen_cpu_pct"]
+        telemetry.loc[cpu[len(cpu) // 2], "value"] = cpu_peak
+        telemetry.to_parquet(run_dir / "telemetry.parquet")
+    doc = json.loads(write_summary(run_dir).read_text())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    records = pd.read_parquet(run_dir / "requests.parquet")
+
+    for entry in [*doc["workloads"], doc["total"]]:
+        mine = records if entry["workload"] == "all" else \
+            records[records["workload"] == entry["workload"]]
+        failed = int((mine["outcome"] != "ok").sum())
+        assert failed > 0
+        assert entry["error_pct"] == pytest.approx(100.0 * failed / len(mine))
+        ok = mine[mine["outcome"] == "ok"]
+        good = int((ok["ttft_ms"] <= 400.0).sum())
+        assert entry["good"] == good
+        assert entry["good_fraction"] == pytest.approx(good / len(mine))
+
+    arrival = records["scheduled_ts"].fillna(records["sent_ts"])
+    span = records["end_ts"].max() - arrival.min()
+    # epoch seconds: a relative tolerance would allow half an hour
+    assert doc["window"]["start_ts"] == pytest.approx(arrival.min(), rel=0, abs=1e-6)
+    assert doc["window"]["end_ts"] == pytest.approx(arrival.min() + span, rel=0, abs=1e-6)
+    assert doc["run"]["load"]["users"] == manifest["load"]["users"] == 20
+    assert doc["run"]["load"]["rate_rps"] == manifest["load"]["rate_rps"] == 25.0
+
+    telemetry = pd.read_parquet(run_dir / "telemetry.parquet")
+    metric = telemetry["metric"].astype(str)
+    lag = records.loc[records["outcome"] == "ok", "schedule_lag_ms"].dropna()
+    fine = (np.percentile(lag, 99) <= 10.0
+            and telemetry.loc[metric == "loadgen_cpu_pct", "value"].max() <= 90.0
+            and np.percentile(telemetry.loc[metric == "loadgen_loop_lag_ms", "value"], 99)
+            <= 10.0)
+    assert doc["client_fidelity"]["ok"] is bool(fine) is (cpu_peak <= 90)
