@@ -1,5 +1,5 @@
 """Trace replay through real Locust keeps the trace's burst shape: the Azure
-conversation trace (the package's slice, so it runs on a bare clone) at 10× for 60 s,
+conversation trace (the package's slice, so it runs on a bare clone) at 10× for 30 s,
 per-second arrival counts of what was actually sent against the trace's own
 (correlation ≥ 0.95)."""
 
@@ -26,20 +26,20 @@ kind: trace_replay
 name: azure
 trace: {TRACE}
 speed: 10
-duration_s: 60
+duration_s: 30
 scale_tokens: {{input_multiplier: 0.02, max_input_tokens: 64, max_output_tokens: 4}}
 load: {{kind: trace, max_in_flight: 2000}}
 """)
-    res = run_locust(["--headless", "-u", "1", "-r", "1", "-t", "62s", "--results-dir",
+    res = run_locust(["--headless", "-u", "1", "-r", "1", "-t", "32s", "--results-dir",
                       str(tmp_path / "r"), "--workload", str(wl), "--telemetry", "none",
                       "--drain-timeout", "5", "TraceReplay"], timeout=240)
     assert res.returncode in (0, 1), res.stderr[-3000:]
     sent = pd.read_parquet(only_run_dir(tmp_path / "r") / "requests.parquet")
-    planned = replay_window(read_trace(TRACE), speed=10, duration_s=60)
+    planned = replay_window(read_trace(TRACE), speed=10, duration_s=30)
     offsets = np.array([r.offset_s for r in planned])
     assert abs(len(sent) - len(offsets)) <= 0.01 * len(offsets)  # nothing dropped or added
     t = sent.sent_ts.to_numpy() - sent.sent_ts.min() + offsets.min()
-    bins = np.arange(0, 61)
+    bins = np.arange(0, 31)
     ours, _ = np.histogram(t, bins)
     theirs, _ = np.histogram(offsets, bins)
     rho = np.corrcoef(ours[:-1], theirs[:-1])[0, 1]

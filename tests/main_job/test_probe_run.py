@@ -72,14 +72,18 @@ def test_a_light_load_leaves_the_probe_as_it_was_idle(tmp_path: Path) -> None:
     # Not "the interval holds 0": a 95 % interval misses a true 0 one run in twenty, and
     # the idle phase is the engine's first seconds (one run: idle 8.05 ms, under load
     # 7.99, interval [-0.31, -0.01]). The light load moves the median by less than
-    # the idle probes' own middle half spans.
+    # the idle probes' own middle half spans, or 2 % of the idle median: a quiet engine's
+    # spread can be 0.07 ms, under a 2-core VM's scheduling jitter (a CI run: idle 7.65
+    # ms, under load 7.57, IQR 0.07). A load that interferes moves it by milliseconds
+    # (the queueing test above).
     probe = load_run(run).probe
     assert probe is not None
     idle = probe.requests.loc[probe.requests["end_ts"] <= probe.phases["load_start_ts"],
                               "ttft_ms"]
     spread = float(idle.quantile(0.75) - idle.quantile(0.25))
-    assert abs(ttft.delta_ms) <= spread, (ttft.delta_ms, spread, ttft.ci_low_ms,
-                                          ttft.ci_high_ms)
+    bound = max(spread, 0.02 * float(idle.median()))
+    assert abs(ttft.delta_ms) <= bound, (ttft.delta_ms, spread, bound, ttft.ci_low_ms,
+                                         ttft.ci_high_ms)
     # p99 needs 100 samples a phase: a few seconds of probe say so instead of a number
     assert arm.shift("ttft_ms", "p99").too_few is not None
     assert "probe: the load added to a short request's TTFT p50" in stdout

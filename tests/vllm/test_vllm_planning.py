@@ -83,7 +83,7 @@ def test_calibration_predicts_held_out_vllm_points(
     if not vllm_server.cpus:
         pytest.skip("calibration needs the server on its own CPU (this machine has one)")
     rates = rates_for_this_machine(vllm_server, tmp_path / "probe")
-    folder = sweep(vllm_server, tmp_path / "sweep", "15s", "--rates", rates)
+    folder = sweep(vllm_server, tmp_path / "sweep", "10s", "--rates", rates)
     print(judge_calibration(folder, calibrate))
 
 
