@@ -3,7 +3,10 @@ the target itself did to every request (its ground truth): each engine part of e
 band within its interval. The target is kept small (few sequences at once) and the
 arrivals bursty, so requests queue and the queue is a real part of TTFT. A minute of
 load: the drivers need enough windows to tell a queue that builds and drains from
-chance (25 s gave 17 one-second windows with requests, too few to name anything)."""
+chance (25 s gave 17 one-second windows with requests, too few to name anything).
+
+Not `alone` in CI: every part is judged against the target's own record of the same
+requests, so a busy machine moves both alike (CI runs it beside the soak)."""
 
 from __future__ import annotations
 
@@ -67,7 +70,6 @@ def _frames(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return requests, run.telemetry, read_ground_truth(run_dir.parents[1] / "truth.jsonl")
 
 
-@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_each_engine_part_of_every_band_holds_the_targets_ground_truth(bursty_run: Path
                                                                       ) -> None:
     requests, telemetry, truth = _frames(bursty_run)
@@ -99,7 +101,6 @@ def test_each_engine_part_of_every_band_holds_the_targets_ground_truth(bursty_ru
     assert float(truth["queue_ms"].quantile(0.99)) > 100  # the load did make it queue
 
 
-@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_the_drivers_name_the_queue_and_the_page_shows_the_budget(bursty_run: Path) -> None:
     analysis = analyse_run(load_run(bursty_run), AnalysisSettings(window_s=1.0))
     queue_series = ("mean(vllm:request_queue_time_seconds)", "queue_depth",
