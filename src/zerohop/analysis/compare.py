@@ -36,7 +36,6 @@ from zerohop.analysis.quantiles import PERCENTILES, cdf_points
 from zerohop.analysis.run_data import RunData, category_codes
 from zerohop.analysis.summary import ALL_WORKLOADS
 from zerohop.core import metrics as catalogue
-from zerohop.core.metrics import needed_n
 
 Verdict = Literal["better", "worse", "within noise", "mixed", "no data"]
 
@@ -238,9 +237,7 @@ def is_layer_pair(base: RunData, candidate: RunData) -> bool:
 
 def ok_values(run: RunData, workload: str, metric: str) -> np.ndarray:
     """The metric's values over `ok` requests of one workload (or all of them). ITL is
-    the gaps between reads, as the report judges it (analysis/reads.py): the pooled gaps
-    less the 0 ms ones of tokens that arrived in one read (speculative decoding's
-    accepted drafts), which would make a run with them look 99 % faster."""
+    the gaps between reads, as the report judges it: 0 ms same-read gaps left out."""
     frame = run.requests
     mask = (frame["outcome"] == "ok").to_numpy()
     if workload != ALL_WORKLOADS:
@@ -325,7 +322,7 @@ def _percentile_deltas(
     smaller = min(base_values.size, cand_values.size)
     for i, (stat, _) in enumerate(PERCENTILES):
         b, c = base_points[i], cand_points[i]
-        if needs_n and smaller < needed_n(qs[i]):  # the report's rule: p99 of 15 is the max
+        if needs_n and smaller < catalogue.needed_n(qs[i]):  # p99 of 15 values is their max
             b = c = math.nan
         delta = c - b
         ci = percentile_interval(cand_draws[i] - base_draws[i], settings.confidence)

@@ -16,13 +16,7 @@ from typing import Any
 import gevent
 
 from zerohop.client.target_check import check_target
-from zerohop.core.exit_codes import (
-    EXIT_BAD_INPUT,
-    EXIT_UNREACHABLE,
-    EXIT_WORKER_FAILED,
-    RunError,
-    one_line,
-)
+from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED, RunError
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.core.redaction import known_secrets, scrub
 from zerohop.loadgen import options as opt
@@ -31,6 +25,7 @@ from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
 from zerohop.loadgen.ttft_table import log_ttft_table
 from zerohop.storage import run_folder as results
+from zerohop.storage.summary_file import try_write_summary
 
 log = logging.getLogger("zerohop")
 _INSTALLED = "_zerohop_hooks_installed"
@@ -453,24 +448,14 @@ def _on_quitting(environment: Any, **_: Any) -> None:
                 **({LOAD_STOPPED_KEY: stopped} if stopped is not None else {}),
                 **({"workers_failed": failed} if failed else {}),
             )
-            if not opt.option(environment, "zh_plan"):
-                _write_summary(rt.run_dir)
+            if not opt.option(environment, "zh_plan"):  # `zerohop run` writes its own
+                why_not = try_write_summary(rt.run_dir)
+                if why_not is not None:
+                    log.warning("zerohop: summary.json not written: %s", why_not)
     finally:
         if rt.sim is not None:
             rt.sim.stop()
 
-
-def _write_summary(run_dir: Path) -> None:
-    """summary.json of a run Locust ran alone (`zerohop run` writes it from the analysis
-    its console and report share); a folder with nothing to summarise says so in the log."""
-    from zerohop.storage.summary_file import write_summary
-
-    try:
-        path = write_summary(run_dir)
-    except Exception as exc:  # the folder stays as measured; the summary is extra
-        log.warning("zerohop: summary.json not written: %s", one_line(exc))
-        return
-    log.info("zerohop: %s", path)
 
 
 def _end_state(environment: Any, rt: ProcessRuntime) -> tuple[str, str, list[Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from zerohop.analysis.run_data import RunData
 from zerohop.analysis.summary_document import SummaryParts, parts_of_run, summary_document
+from zerohop.core.exit_codes import one_line
 from zerohop.core.layout import SUMMARY_FILE
 from zerohop.core.redaction import known_secrets, redact
 from zerohop.storage.jsonl import without_nan
@@ -32,6 +33,16 @@ def write_summary(run_dir: Path, run: RunData | None = None,
         run = load_run(run_dir)
     document = summary_document(run, parts if parts is not None else parts_of_run(run))
     return write_document(run_dir, document)
+
+
+def try_write_summary(run_dir: Path) -> str | None:
+    """Write summary.json of a folder Locust ran alone; None when written, else why not
+    in one line (the folder stays as measured: the summary is extra)."""
+    try:
+        write_summary(run_dir)
+    except Exception as exc:
+        return one_line(exc)
+    return None
 
 
 def write_document(run_dir: Path, document: dict[str, Any]) -> Path:
