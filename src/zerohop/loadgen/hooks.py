@@ -25,7 +25,6 @@ from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
 from zerohop.loadgen.ttft_table import log_ttft_table
 from zerohop.storage import run_folder as results
-from zerohop.storage.summary_file import try_write_summary
 
 log = logging.getLogger("zerohop")
 _INSTALLED = "_zerohop_hooks_installed"
@@ -449,6 +448,7 @@ def _on_quitting(environment: Any, **_: Any) -> None:
                 **({"workers_failed": failed} if failed else {}),
             )
             if not opt.option(environment, "zh_plan"):  # `zerohop run` writes its own
+                from zerohop.storage.summary_file import try_write_summary  # pandas: lazy
                 why_not = try_write_summary(rt.run_dir)
                 if why_not is not None:
                     log.warning("zerohop: summary.json not written: %s", why_not)
