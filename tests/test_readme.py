@@ -1,6 +1,8 @@
 """README.md is a user guide whose commands must work: every `zerohop` and `locust`
-command in its bash blocks is parsed by the real command-line parsers (flags, choices,
-types), and the two fresh-machine commands are the ones CI and the tests exercise."""
+command in its bash blocks, and in the docs pages the README sends a reader to for the
+rest (`GUIDE_PAGES`), is parsed by the real command-line parsers (flags, choices,
+types), and the two fresh-machine commands are the ones CI and the tests exercise. The
+README stays short enough to read to the end (`MAX_README_LINES`)."""
 
 from __future__ import annotations
 
@@ -18,12 +20,17 @@ from zerohop.cli import cli
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
+MAX_README_LINES = 200
+# the pages the README's sections moved into: their commands are checked as its own
+GUIDE_PAGES = ("docs/running.md", "docs/locust.md", "docs/telemetry-and-report.md",
+               "docs/embedded-target.md", "docs/virtual-clock.md", "docs/tests.md")
+GUIDE = "\n".join([README, *((REPO / page).read_text() for page in GUIDE_PAGES)])
 
 
-def bash_commands() -> list[list[str]]:
-    """Each command of the README's bash blocks, split on `&&`, comments dropped."""
+def bash_commands(text: str = GUIDE) -> list[list[str]]:
+    """Each command of the text's bash blocks, split on `&&`, comments dropped."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README, flags=re.S):
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split("  #", 1)[0].strip()
             for part in line.split("&&"):
@@ -47,7 +54,7 @@ def _locust_commands() -> list[list[str]]:
 
 @pytest.mark.unit
 def test_readme_starts_with_the_two_fresh_machine_commands() -> None:
-    head = README.split("## Pointing at a real server")[0]
+    head = README.split("## What a run gives")[0]
     blocks = re.findall(r"```bash\n(.*?)```", head, flags=re.S)
     assert len(blocks) == 2
     install = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'"
@@ -90,6 +97,14 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", script, json.dumps(commands)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@pytest.mark.unit
+def test_readme_is_short_and_links_only_to_pages_that_exist() -> None:
+    assert len(README.splitlines()) <= MAX_README_LINES
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README)
+    assert set(GUIDE_PAGES) <= set(links), set(GUIDE_PAGES) - set(links)
+    assert [link for link in links if not (REPO / link).exists()] == []
 
 
 @pytest.mark.unit

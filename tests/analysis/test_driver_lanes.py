@@ -9,7 +9,8 @@ import pytest
 from scipy.signal import lfilter
 
 from zerohop.analysis.correlation import CorrelationSettings, find_drivers
-from zerohop.analysis.driver_lanes import counter_rates, driver_lanes
+from zerohop.analysis.counters import counter_rates
+from zerohop.analysis.driver_lanes import driver_lanes
 from zerohop.analysis.timeseries import Lane, Timeline, lane_windows
 
 pytestmark = pytest.mark.unit

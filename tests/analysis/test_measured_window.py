@@ -204,3 +204,22 @@ def test_a_run_stopped_early_ends_its_window_at_the_stop() -> None:
     assert summary.total.req_per_s == pytest.approx(ended / 12.0)
     late = {**_manifest(30.0, arrivals.size), "load_stopped_ts": T0 + 31.0}
     assert measured_window(_run(rows, late)).duration_s == 30.0
+
+
+def test_a_capped_request_bounded_run_was_offered_its_rate_not_its_drain() -> None:
+    """`--rate 20 --max-concurrency 8 --requests 200`: the 200 arrivals were due over
+    about 10 s; the cap let 8 at a time through, so the last ended 25 s in. Offered is
+    the arrivals' own pace ((n − 1) gaps over first → last due time, here within the
+    Poisson count's 4σ of 20), completed is the window's; offered over the 25 s window
+    (the old figure, 8 req/s) would have said the target kept up."""
+    rng = np.random.default_rng(7)
+    due = T0 + np.sort(rng.uniform(0.0, 10.0, 200))
+    served = T0 + np.linspace(0.5, 25.0, 200)  # a slot every 0.12 s, in arrival order
+    rows = _rows(due, served - due)
+    manifest = {"run_id": "capped", "slo": {},
+                "load": {"mode": "open", "duration_s": 86400.0, "requests": 200}}
+    total = summarise_run(_run(rows, manifest)).total
+    assert total.offered_rps == pytest.approx(199 / (due.max() - due.min()))
+    assert abs(total.offered_rps - 20.0) <= 4 * math.sqrt(200) / 10.0
+    assert total.req_per_s == pytest.approx(200 / (served.max() - due.min()))
+    assert total.req_per_s < 0.5 * total.offered_rps

@@ -197,3 +197,55 @@ def test_a_request_that_ended_just_after_a_scrape_is_placed_in_the_window_before
     shares = phase_shares(requests, telemetry, "ttft_ms", "queue")
     assert shares is not None and np.isfinite(shares.estimate_ms).all()
     assert shares.estimate_ms.mean() == pytest.approx(400.0)
+
+
+def test_an_interleaved_comparison_prices_the_hop_per_arm() -> None:
+    """A layer of 4–6 ms on half the requests reads its own mean on its arm, not half of
+    it pooled with the direct arm; the band's noise is the client part's upper edge and
+    the hop's 95 % half-width, recomputed here."""
+    requests, telemetry, _, _ = _planted()
+    layer = np.arange(len(requests)) % 2 == 0
+    hop_ms = 4.0 + (np.arange(len(requests)) // 2) % 3
+    requests["arm"] = pd.Categorical(np.where(layer, "layer", "direct"))
+    requests["server_timing"] = [f"layer;dur={h:.1f}" if on else None
+                                 for h, on in zip(hop_ms, layer, strict=True)]
+    budget = time_budget(requests, telemetry)
+    assert [(w.workload, w.arm) for w in budget.workloads] == [
+        ("chat", "direct"), ("chat", "layer"), ("rag", "direct"), ("rag", "layer")]
+    for workload in budget.workloads:
+        arm = requests[(requests["arm"] == workload.arm).to_numpy()]
+        for band in workload.bands:
+            start, stop = {"p50": (0.4, 0.6), "p90": (0.85, 0.95), "p99": (0.98, 1.0)}[band.band]
+            members = _band_members(arm, workload.workload, band.metric, start, stop)
+            hop, client = band.part("hop"), band.part("client")
+            assert client is not None
+            if workload.arm == "direct":
+                assert hop is None and band.noise_ms == pytest.approx(client.high_ms)
+                continue
+            values = hop_ms[members]
+            assert hop is not None and hop.n == band.n
+            assert hop.mean_ms == pytest.approx(values.mean()) and 4.0 <= hop.mean_ms <= 6.0
+            half = 1.96 * values.std(ddof=1) / math.sqrt(values.size)
+            assert band.noise_ms == pytest.approx(client.high_ms + half)
+
+
+def test_parts_a_server_sends_per_request_are_exact_and_close_the_sum() -> None:
+    """`queue;dur`, `prefill;dur`, `decode;dur` (the virtual clock sends them): the
+    budget reads them per request instead of the histograms; the rest is the network."""
+    requests, telemetry, queue_ms, prefill_ms = _planted()
+    decode_ms = requests["e2e_ms"].to_numpy() - requests["ttft_ms"].to_numpy()
+    requests["server_timing"] = [f"queue;dur={q:.4f}, prefill;dur={p:.4f}, decode;dur={d:.4f}"
+                                 for q, p, d in zip(queue_ms, prefill_ms, decode_ms,
+                                                    strict=True)]
+    budget = time_budget(requests, telemetry)
+    assert not budget.notes
+    for workload in budget.workloads:
+        for band in workload.bands:
+            start, stop = {"p50": (0.4, 0.6), "p90": (0.85, 0.95), "p99": (0.98, 1.0)}[band.band]
+            members = _band_members(requests, workload.workload, band.metric, start, stop)
+            queue = band.part("queue")
+            assert queue is not None and not queue.aggregate and "Server-Timing" in queue.source
+            assert queue.mean_ms == pytest.approx(queue_ms[members].mean(), abs=1e-3)
+            rest = band.part("unexplained")
+            assert rest is not None
+            assert rest.mean_ms == pytest.approx(4.0, abs=1e-3)  # the planted network time

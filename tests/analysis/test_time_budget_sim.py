@@ -61,19 +61,24 @@ def bursty_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _frames(run_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    return frames_with_truth(run_dir, run_dir.parents[1] / "truth.jsonl")
+
+
+def frames_with_truth(run_dir: Path, truth_file: Path
+                      ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(the run's requests with their ids, its telemetry, the target's truth by id)."""
     run = load_run(run_dir)
     requests = run.requests.copy()
     ids = pq.read_table(run_dir / "requests.parquet", columns=["request_id", "end_ts"]
                         ).to_pandas()
     assert np.allclose(ids["end_ts"], requests["end_ts"], equal_nan=True)  # same rows
     requests["request_id"] = ids["request_id"].to_numpy()
-    return requests, run.telemetry, read_ground_truth(run_dir.parents[1] / "truth.jsonl")
+    return requests, run.telemetry, read_ground_truth(truth_file).set_index("request_id")
 
 
 def test_each_engine_part_of_every_band_holds_the_targets_ground_truth(bursty_run: Path
                                                                       ) -> None:
     requests, telemetry, truth = _frames(bursty_run)
-    truth = truth.set_index("request_id")
     truth_prefill = ((truth["scheduled_first_token_ts"] - truth["arrival_ts"]) * 1e3
                      - truth["queue_ms"])
     budget = time_budget(requests, telemetry)

@@ -4,12 +4,15 @@ appear, token *counts* never are, and every writer uses this one rule."""
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from zerohop.client.protocols import HttpRequest
-from zerohop.core import redaction
+from zerohop.core import apis, redaction
+from zerohop.core.layout import MANIFEST_FILE, SUMMARY_FILE
 from zerohop.core.redaction import (
     REDACTED,
     is_secret_key,
@@ -18,8 +21,9 @@ from zerohop.core.redaction import (
     redact_headers,
     scrub,
 )
+from zerohop.loadgen.log_scrub import ScrubbingFilter
 from zerohop.report import environment
-from zerohop.storage import run_folder
+from zerohop.storage import run_folder, summary_file
 
 pytestmark = pytest.mark.unit
 
@@ -162,3 +166,57 @@ def test_the_manifest_keeps_max_tokens_and_loses_the_token(
     assert config["max_tokens"] == 256 and config["prompt_tokens"] == 12
     assert config["hf_token"] == REDACTED
     assert config["sim_args"] == f"--api-key {REDACTED} --max-tokens 64"
+
+
+TOY_KEY_ENV = "TOYVENDOR_KEY"  # nothing in its words says credential
+TOY_KEY = "tv-9f3a1c77e0b24d5e"
+
+
+@pytest.fixture
+def toy_vendor_api() -> Iterator[None]:
+    """An API registered at run time whose key variable only the registry names."""
+    entries, specs = dict(apis._ENTRIES), dict(apis._SPECS)
+    spec = apis.ApiSpec("toy-vendor", chat_messages=True, takes_token_ids=False, tools=False,
+                        structured_output=False, key_env=TOY_KEY_ENV)
+    apis.register_api(apis.ApiEntry(
+        spec, "zerohop.client.openai_adapters:OpenAIChatAdapter", "/v1/toy-vendor", "chat",
+        "zerohop.sim.answer_shapes:chat_shape", "vllm_chat_usage"))
+    try:
+        yield
+    finally:
+        for table, saved in ((apis._ENTRIES, entries), (apis._SPECS, specs)):
+            table.clear()
+            table.update(saved)
+
+
+def test_a_registered_apis_key_is_masked_in_the_log_the_manifest_and_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toy_vendor_api: None
+) -> None:
+    monkeypatch.setenv(TOY_KEY_ENV, TOY_KEY)
+    assert not is_secret_key(TOY_KEY_ENV)  # only the registration makes it secret
+    assert TOY_KEY_ENV in redaction.secret_env_names()
+    echoed = f"401 from the server: key {TOY_KEY} refused"
+    run = run_folder.new_run_dir(tmp_path, "r")
+
+    log_path = run / "locust.log"
+    handler = logging.FileHandler(log_path, encoding="utf-8")
+    handler.addFilter(ScrubbingFilter())
+    logger = logging.getLogger("zerohop.test.redaction")
+    logger.addHandler(handler)
+    logger.propagate = False  # this log file only
+    try:
+        logger.error("request failed: %s", echoed)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+        handler.close()
+    run_folder.start_manifest(run, name="r", config={"note": echoed, "argv": [TOY_KEY]})
+    summary_path = summary_file.write_document(run, {"errors": [{"message": echoed}]})
+
+    written = {path.name: path.read_text(encoding="utf-8")
+               for path in (log_path, run / MANIFEST_FILE, summary_path)}
+    assert set(written) == {"locust.log", MANIFEST_FILE, SUMMARY_FILE}
+    for name, text in written.items():
+        assert "401 from the server" in text, name  # the line was written...
+        assert TOY_KEY not in text, name  # ...without the key
+        assert f"key {REDACTED} refused" in text, name

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from zerohop.core.redaction import SECRET_ENV_NAMES, is_secret_key, redact
+from zerohop.core.redaction import is_secret_key, redact, secret_env_names
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SECRET_TEMPLATE = "secret.template.yaml"
@@ -26,7 +26,7 @@ IMAGE = "zerohop:latest"
 # the variables an API key is read from: zerohop's client and the embedded target's.
 # What else is a secret is zerohop's one rule (core.redaction): a name by its words,
 # a value by its shape.
-API_KEY_VARIABLES = frozenset({*SECRET_ENV_NAMES, "ZEROHOP_SIM_API_KEY"})
+API_KEY_VARIABLES = frozenset({*secret_env_names(), "ZEROHOP_SIM_API_KEY"})
 POD_OWNERS = {"Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet"}
 # variables the master's script sets itself (everything else must come from its env)
 SCRIPT_LOCALS = frozenset({"run_dir", "name", "locust", "code", "stopped"})

@@ -31,7 +31,7 @@ SRC = REPO / "src" / "zerohop"
 PATH_ROOTS = (REPO, SRC, REPO / "src")
 PY_FOLDERS = ("src", "tests", "loadtests", "microbench", "tools")
 TOP_FOLDERS = ("tests/", "loadtests/", "src/", ".ci/", "tools/")
-RESULT_SUFFIXES = (".parquet", ".jsonl", ".json", ".html", ".log")
+RESULT_SUFFIXES = (".parquet", ".jsonl", ".json", ".html", ".log", ".csv")
 
 # the first words of dotted names the docs quote that are data, not code: manifest keys
 # (`load.duration_s`, `config.run_time`: Locust's, not sim/config.py) and API fields

@@ -125,8 +125,9 @@ def test_a_stale_doc_is_reported_one_line_per_broken_reference() -> None:
 def test_a_results_section_that_leaves_out_a_file_or_names_a_stray_one_is_reported() -> None:
     doc = ("## The results folder\n`manifest.json`, `records/*.jsonl`, `requests.parquet`,"
            " `telemetry/*.jsonl`, `telemetry.parquet`, `microbench.json`, `locust.log`,"
-           " `report.html`, `summary.json`, `selfcheck.json`, `plan.json`, `probe/*.jsonl`,"
-           " `phases.json`, `stray.json`\n"
+           " `report.html`, `summary.json`, `results.csv`, `selfcheck.json`, `plan.json`,"
+           " `probe/*.jsonl`, `live/*.jsonl`,"
+           " `phases.json`, `answers.json`, `stray.json`\n"
            "## Next\n"
            "`ground_truth.jsonl`\n")
     assert results_section_problems(doc, "d.md") == [

@@ -29,7 +29,7 @@ import pytest
 
 from tests.background import running_in_background
 from tests.main_job.test_run_command import zerohop
-from zerohop.telemetry.prometheus import histogram_quantile
+from zerohop.analysis.counters import histogram_quantile
 
 pytestmark = pytest.mark.integration
 

@@ -6,6 +6,7 @@ series, and its over-context error recorded with llama.cpp's own error type."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -85,9 +86,9 @@ def test_the_default_workloads_run_clean_on_llamacpp(llama_server: LlamaServer,
 
 def test_conversations_run_clean_on_llamacpp(llama_server: LlamaServer,
                                              tmp_path: Path) -> None:
-    run_dir, _ = zerohop_run(llama_server, tmp_path, "--api", "openai-chat", "--workload",
-                             str(CONVERSATIONS), "--duration", "20s", "--telemetry", "none",
-                             "--no-report")
+    run_dir, console = zerohop_run(llama_server, tmp_path, "--api", "openai-chat",
+                                   "--workload", str(CONVERSATIONS), "--duration", "20s",
+                                   "--telemetry", "none", "--no-report", "--answer-probe")
     frame = pd.read_parquet(run_dir / "requests.parquet")
     assert set(frame.outcome) <= {"ok", "cancelled"}, frame.outcome.value_counts()
     frame = frame[frame.outcome == "ok"]
@@ -97,6 +98,18 @@ def test_conversations_run_clean_on_llamacpp(llama_server: LlamaServer,
     # each later turn resends the history, which llama.cpp finds in a slot's cache
     assert (later.cached_tokens > 0).mean() > 0.5, later.cached_tokens.describe()
     assert (later.cached_tokens < later.input_tokens).all()
+
+    # the answer probe beside the same run, its prompts batched with the conversations in
+    # the server's 4 slots (docs/answers-under-load.md): whatever share changed is the
+    # finding; the probe itself must have compared its answers
+    answers = json.loads((run_dir / "summary.json").read_text())["answers"]
+    line = next((x for x in console.splitlines() if x.startswith("answers under load:")),
+                console[-1000:])
+    assert answers is not None and not answers["modelled"], line
+    assert answers["failed_alone"] == 0 and answers["failed_load"] == 0, line
+    assert answers["compared"] >= 8, (answers["not_under_load"], line)
+    assert set(answers["units"]) <= {"token id", "token"}, line  # llama.cpp's logprobs
+    assert answers["max_logprob_change"] is not None, line
 
 
 def test_an_over_context_request_is_recorded_with_llamacpps_error(

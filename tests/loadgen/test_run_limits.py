@@ -64,3 +64,32 @@ def test_an_arrival_that_finds_a_free_slot_did_not_queue() -> None:
     late_due = time.perf_counter_ns() - 5_000_000  # a dispatcher 5 ms late, nothing queued
     assert cap.acquire(late_due) == 0
     cap.release()
+
+
+def test_a_saturated_cap_serves_each_workload_in_proportion_to_its_rate() -> None:
+    """Two dispatchers, 3 and 1 arrivals per unit of schedule, behind one slot that is
+    always busy: the slots go in due-time order, so 3 of every 4 go to the faster one
+    (a first-come queue gave each dispatcher's one waiting arrival its turn: 1 to 1, the
+    mix a `--max-concurrency` run showed before)."""
+    cap = ConcurrencyCap(1)
+    start = time.perf_counter_ns() - 10**9  # every arrival already due: a backlog
+    served: list[str] = []
+    limit = 80
+
+    def dispatcher(name: str, gap_ns: int) -> None:
+        due = start
+        while len(served) < limit:
+            cap.acquire(due)
+            served.append(name)
+            gevent.spawn(_hold_then_release, cap)
+            due += gap_ns
+
+    gevent.joinall([gevent.spawn(dispatcher, "fast", 1_000),
+                    gevent.spawn(dispatcher, "slow", 3_000)])
+    counts = {name: served[:limit].count(name) for name in ("fast", "slow")}
+    assert counts["fast"] == pytest.approx(3 * counts["slow"], abs=3), counts
+
+
+def _hold_then_release(cap: ConcurrencyCap) -> None:
+    gevent.sleep(0.001)
+    cap.release()

@@ -14,6 +14,7 @@ import pytest
 
 from tests.loadgen.conftest import only_run_dir
 from tests.loadgen.failing_worker import failing_worker_locustfile
+from tests.loadgen.web_ui import free_port
 
 pytestmark = pytest.mark.integration  # real Locust processes and the embedded target
 
@@ -33,9 +34,11 @@ def test_a_failed_worker_makes_the_run_partial(how: str, reason: str, tmp_path: 
     (files / "flood.py").write_text(failing_worker_locustfile(how))
     workload = tmp_path / "flood.yaml"
     workload.write_text(WORKLOAD)
+    port = str(free_port())  # not Locust's 5557: another test's master may hold it
     res = subprocess.run(
         [sys.executable, "-m", "locust", "-f", str(files), "--headless", "--processes", "2",
-         "-u", "4", "-r", "4", "-t", "10s", "--stop-timeout", "5", "--workload", str(workload),
+         "--master-bind-port", port, "--master-port", port, "-u", "4", "-r", "4", "-t",
+         "10s", "--stop-timeout", "5", "--workload", str(workload),
          "--results-dir", str(tmp_path / "r"), "--telemetry", "none"],
         capture_output=True, text=True, timeout=180,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -123,6 +123,28 @@ def test_users_by_weight_leaves_every_class_to_locusts_weights(tmp_path: Path) -
     classes = [workload_class(c.template, c.load(), c.name, by_weight=True) for c in found]
     assert [(c.__name__, c.fixed_count) for c in classes] == [
         ("one", 0), ("three", 0), ("arrivals", 0)]
+    # the trace replay's template holds one user for its dispatcher; by weight, none: with
+    # `--users 1` that user went to the trace, and the closed workloads sent nothing
+    (replay,) = plan_candidates((TraceReplay,), [], named=())
+    assert workload_class(replay.template, replay.load(), replay.name,
+                          by_weight=True).fixed_count == 0
+
+
+@pytest.mark.unit
+def test_users_on_the_command_line_make_every_workload_closed_loop() -> None:
+    """`--users N` (and a layer comparison's one user) is closed loop: an open-loop or
+    trace workload is sent by its users, not by its file's clock; without the flag, the
+    files' loads stand."""
+    from zerohop.loadgen.workload_binding import _with_load_override
+
+    specs = load_workloads([Path(__file__).resolve().parents[2] / "workloads" / "all.yaml"])
+    assert {s.load.kind for s in specs} == {"open", "closed", "trace"}
+    classes = [SimpleNamespace(weight=s.weight, workload_kind=s.kind, spec=s) for s in specs]
+    for by_weight, kinds in ((True, {"closed"}), (False, {"open", "closed", "trace"})):
+        environment = SimpleNamespace(user_classes=classes, parsed_options=SimpleNamespace(
+            zh_rate_override=0.0, zh_users_by_weight=by_weight))
+        loads = [_with_load_override(environment, c, c.spec).load for c in classes]
+        assert {load.kind for load in loads} == kinds
 
 
 @pytest.mark.unit
@@ -340,7 +362,7 @@ def test_rate_is_the_total_offered_over_every_workload_trace_replay_included() -
     the run's workloads get and the trace window that replay sends."""
     from collections import Counter
 
-    from zerohop.loadgen.workload_binding import _with_rate_override
+    from zerohop.loadgen.workload_binding import _with_load_override
     from zerohop.workloads.traces import read_trace, replay_window
 
     specs = load_workloads([Path(__file__).resolve().parents[2] / "workloads" / "all.yaml"])
@@ -350,7 +372,7 @@ def test_rate_is_the_total_offered_over_every_workload_trace_replay_included() -
     total_weight = sum(s.weight for s in specs)
     offered = 0.0
     for user_class in classes:
-        spec = _with_rate_override(environment, user_class, user_class.spec)
+        spec = _with_load_override(environment, user_class, user_class.spec)
         share = 20.0 * user_class.weight / total_weight
         if spec.kind == "trace_replay":
             rows = read_trace(spec.trace, spec.resolved_format)
@@ -364,3 +386,32 @@ def test_rate_is_the_total_offered_over_every_workload_trace_replay_included() -
             rate = spec.load.rate_rps
         offered += rate
     assert offered == pytest.approx(20.0, rel=0.05)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("options", [{"zh_request_count": 200}, {"run_time": 10}])
+def test_a_trace_replay_offers_its_share_over_what_the_run_plays(options: dict[str, Any]
+                                                                 ) -> None:
+    """A run shorter than the trace's window plays its first seconds, which are not
+    its mean (a `--rate 20` run of 15 s once gave the trace 1.2 of its 2.5 req/s):
+    `--requests 200` at 20 req/s is 10 s of arrivals, as `-t 10s` is, and those 10 s
+    hold the trace's share of them."""
+    from collections import Counter
+
+    from zerohop.loadgen.workload_binding import _with_load_override
+    from zerohop.workloads.traces import read_trace, replay_window
+
+    shipped = Path(__file__).resolve().parents[2] / "workloads"
+    specs = load_workloads([shipped / f"{name}.yaml" for name in (  # the default run's
+        "short_query_flood", "long_context", "lora_mix", "trace_replay_azure_conv")])
+    (trace,) = [s for s in specs if s.kind == "trace_replay"]
+    classes = [SimpleNamespace(weight=s.weight, workload_kind=s.kind) for s in specs]
+    environment = SimpleNamespace(user_classes=classes, parsed_options=SimpleNamespace(
+        zh_rate_override=20.0, **options))
+    mine = SimpleNamespace(weight=trace.weight, workload_kind=trace.kind)
+    spec = _with_load_override(environment, mine, trace)
+    share = 20.0 * trace.weight / sum(s.weight for s in specs)
+    rows = read_trace(spec.trace, spec.resolved_format)
+    played = replay_window(rows, speed=spec.speed, duration_s=10.0)
+    tie = max(Counter(r.offset_s for r in rows).values())
+    assert abs(len(played) - share * 10.0) <= tie, (len(played), share)

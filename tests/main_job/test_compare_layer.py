@@ -49,11 +49,30 @@ def test_interleaved_compare_layer_prices_a_5ms_layer_in_one_run(tmp_path: Path)
     assert spent and None not in spent, layered.server_timing.head()
     layer_p50 = float(pd.Series(spent).median())
     assert layer_p50 >= 5.0  # the layer really waited its 5 ms
+    _the_budget_prices_the_hop_per_arm(runs[0], float(pd.Series(spent).mean()))
     ttft_p50 = budget["layer_cost_ms"]["ttft_ms"]["p50"]
     assert layer_p50 - 0.5 <= ttft_p50 <= layer_p50 + 3.0, (layer_p50, budget)
     low, _high = budget["ci95_ms"]["ttft_ms"]["p50"]
     assert low > 3.0  # clearly a cost, not noise
     assert (tmp_path / (next(tmp_path.glob("compare-*.json")).stem + ".html")).is_file()
+
+
+def _the_budget_prices_the_hop_per_arm(run_dir: Path, layer_mean_ms: float) -> None:
+    """The time budget's hop on the layer's arm is the layer's own time (about 5 ms), not
+    half of it pooled with the direct arm; the direct arm has none."""
+    from zerohop.analysis.time_budget import time_budget
+    from zerohop.storage.run_reader import load_run
+
+    run = load_run(run_dir)
+    budget = time_budget(run.requests, run.telemetry)
+    assert {w.arm for w in budget.workloads} == {"direct", "layer"}
+    for workload in budget.workloads:
+        for band in workload.bands:
+            hop = band.part("hop")
+            if workload.arm == "direct":
+                assert hop is None
+            else:
+                assert hop is not None and 5.0 <= hop.mean_ms <= layer_mean_ms + 3.0, band
 
 
 @pytest.mark.integration
@@ -108,3 +127,39 @@ def test_clashing_compare_layer_flags_exit_2(args: list[str], words: list[str], 
     res = forked_zerohop.run(["run", "--results-dir", str(tmp_path), *args], timeout=60)
     assert_one_line_error(res, 2, *words)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.integration
+def test_a_comparison_without_a_load_flag_is_one_user(tmp_path: Path,
+                                                      forked_zerohop: ForkedZerohop) -> None:
+    """README: a comparison without --users or --rate runs one user. On the default
+    workloads (two of which are open-loop or a trace on their own) that is one request in
+    flight over the whole run, recounted here from the records' send and end times; the
+    workloads the one user did not run are named as sending nothing, and not judged."""
+    import pandas as pd
+
+    res = forked_zerohop.run(["run", "--compare-layer", "--requests", "40", "--telemetry",
+                              "none", "--microbench", "off", "--no-report", "--results-dir",
+                              str(tmp_path)], timeout=180)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    frame = pd.read_parquet(run / "requests.parquet")
+    edges = sorted([(t, 1) for t in frame.sent_ts] + [(t, -1) for t in frame.end_ts],
+                   key=lambda e: (e[0], e[1]))  # an end before a send at the same instant
+    depth, deepest = 0, 0
+    for _, step in edges:
+        depth += step
+        deepest = max(deepest, depth)
+    assert deepest == 1, deepest
+    manifest = json.loads((run / "manifest.json").read_text())
+    started = manifest["workload_selection"]["names"]
+    silent = [name for name in started if name not in set(frame.workload)]
+    assert len(started) == 4 and len(silent) == 3, (started, set(frame.workload))
+    summary = json.loads((run / "summary.json").read_text())
+    assert (summary["run"]["load"]["mode"], summary["run"]["load"]["users"]) == ("closed", 1)
+    assert summary["run"]["sent_nothing"] == silent
+    judged = {o["workload"] for o in summary["slo"]["objectives"]}
+    assert not judged & set(silent), judged
+    assert (f"sent nothing, not judged: {', '.join(silent)}: Locust spread 1 user over 4 "
+            "workloads by weight") in res.stdout
+    assert "no data" not in res.stdout

@@ -93,6 +93,40 @@ def test_a_light_load_leaves_the_probe_as_it_was_idle(tmp_path: Path) -> None:
     section = section[:section.index("</section>")]
     assert "Interference probe" in section and "TTFT p50" in section and "E2E p99" in section
     assert 'href="#probe">Interference probe</a>' in html
+    _summary_holds_the_probe(run)
+
+
+def _summary_holds_the_probe(run: Path) -> None:
+    """summary.json's `probe`, recounted from the probe's own files: idle = answered
+    before the load began, under load = sent while it ran; p50 the inverted-CDF median
+    of each phase's ok TTFTs; p99 null below 100 samples a phase."""
+    doc = json.loads((run / "summary.json").read_text())["probe"]
+    from tests.storage.test_summary_file import documented, key_paths
+
+    assert {f"probe.{k}" for k in key_paths(doc)} == documented("The probe block")
+    phases = json.loads((run / "probe" / "phases.json").read_text())
+    rows = [json.loads(line) for line in (run / "probe" / "probe.jsonl").read_text()
+            .splitlines()]
+    ok = [r for r in rows if r["outcome"] == "ok"]
+    idle = sorted(r["ttft_ms"] for r in ok if r["end_ts"] <= phases["load_start_ts"])
+    load = sorted(r["ttft_ms"] for r in ok
+                  if phases["load_start_ts"] <= r["sent_ts"] < phases["load_end_ts"])
+    assert doc["rate_rps"] == pytest.approx(5.0) and doc["idle_s"] == pytest.approx(4.0)
+    [arm] = doc["arms"]
+    assert (arm["idle_n"], arm["load_n"]) == (len(idle), len(load))
+    shifts = {(s["metric"], s["stat"]): s for s in arm["shifts"]}
+    median = shifts[("ttft_ms", "p50")]
+
+    def lower_median(values: list[float]) -> float:  # inverted CDF: the ceil(n/2)-th
+        return values[(len(values) + 1) // 2 - 1]
+
+    assert median["idle_ms"] == pytest.approx(lower_median(idle))
+    assert median["load_ms"] == pytest.approx(lower_median(load))
+    assert median["delta_ms"] == pytest.approx(median["load_ms"] - median["idle_ms"])
+    low, high = median["ci95_ms"]
+    assert low <= high
+    p99 = shifts[("ttft_ms", "p99")]
+    assert p99["load_ms"] is None and "too few samples" in p99["too_few"]
 
 
 @pytest.mark.slow

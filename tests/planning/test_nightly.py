@@ -188,3 +188,22 @@ def test_the_profile_readme_names_is_shipped_and_loads() -> None:
         assert Path(workload).is_file(), workload
     workflow = (repo / ".github" / "workflows" / "nightly-perf.yml").read_text()
     assert "--config nightly.yaml" in workflow and "cat > nightly.yaml" not in workflow
+
+
+@pytest.mark.unit
+def test_history_figures_follow_the_one_n_rule(make_run: Callable[..., Path]) -> None:
+    """The history's percentiles, as the report prints them: a p99 of 60 requests is
+    their largest value, so it is null (p99 needs 100); p50 is the plain median of the
+    ok TTFTs (numpy's linear quantile), recomputed here from the records."""
+    import numpy as np
+    import pandas as pd
+
+    from zerohop.planning.nightly_gates import sample_figures
+
+    run = make_run(n_requests=60, duration_s=10.0, name="sixty")
+    figures = sample_figures([run], ["ttft_ms"])["ttft_ms"]
+    records = pd.read_parquet(run / "requests.parquet")
+    ttft = records.loc[records.outcome == "ok", "ttft_ms"].dropna().to_numpy()
+    assert figures["n"] == len(ttft) < 100
+    assert figures["p99"] is None and figures["p90"] is not None  # p90 needs 10
+    assert figures["p50"] == pytest.approx(float(np.quantile(ttft, 0.5)))

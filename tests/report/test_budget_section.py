@@ -7,7 +7,14 @@ import pytest
 
 from tests.analysis.test_time_budget import _planted
 from tests.synthetic_runs import HOSTILE
-from zerohop.analysis.time_budget import time_budget
+from zerohop.analysis.time_budget import (
+    NOT_RESOLVABLE,
+    BudgetBand,
+    BudgetPart,
+    TimeBudget,
+    WorkloadBudget,
+    time_budget,
+)
 from zerohop.report.present_budget import budget_section
 from zerohop.report.render import _environment, templates_dir
 
@@ -38,3 +45,23 @@ def test_no_section_without_a_band() -> None:
     requests, telemetry, _, _ = _planted()
     assert budget_section(time_budget(requests.iloc[:2], telemetry)) is None
     assert budget_section(None) is None
+
+
+def test_a_part_wider_than_half_its_band_is_named_not_resolvable_not_given_a_figure(
+) -> None:
+    wide = BudgetPart("queue", 123.4, 0.0, 300.0, 10, "vllm:q (histogram)", True, False)
+    prefill = BudgetPart("prefill", 250.0, 240.0, 260.0, 10, "vllm:p (histogram)", True)
+    rest = BudgetPart("unexplained", 26.6, 0.0, 30.0, 10, "rest", True)
+    band = BudgetBand("p99", "ttft_ms", 10, 400.0, [wide, prefill, rest], noise_ms=1.5)
+    section = budget_section(TimeBudget([WorkloadBudget("chat", [band], "layer")]))
+    assert section is not None
+    [row] = section["workloads"]
+    assert row["workload"] == "chat · arm layer"
+    queue_text = row["parts"][0]["text"]
+    assert queue_text.startswith(f"queue: {NOT_RESOLVABLE}") and "123" not in queue_text
+    assert "clock noise ±1.50 ms" in row["caption"]
+    segments = [(seg["label"], seg["width"]) for seg in row["segments"]]
+    # drawn: prefill's 250 of 400 ms; the rest (queue unresolved + unexplained) grey
+    assert segments == [("prefill", pytest.approx(62.5)),
+                        ("not resolvable or unexplained", pytest.approx(37.5))]
+    assert "queue (" + NOT_RESOLVABLE in row["segments"][1]["text"]

@@ -217,3 +217,22 @@ def test_a_comparison_warns_when_the_runs_differ_in_duration_and_load(
     assert any("different loads" in w and "mode open → closed" in w for w in warnings)
     assert compare_runs(base, load_run(make_run(duration_s=120.0, noise_seed=5,
                                                 name="same"))).warnings == []
+
+
+def test_a_badge_and_its_own_line_agree_when_another_workload_earned_it() -> None:
+    """The arms page showed a control's badge "worse" beside its line "all: ... within
+    noise": the badge is the worst figure of any workload, the line was the `all` row's
+    only. The line now names what earned the badge wherever it is."""
+    from types import SimpleNamespace as NS
+
+    worse = NS(metric="ttft_ms", verdict="worse",
+               rows=[NS(verdict="worse", stat="p50", delta_pct=31.0, ci_low=1.0, ci_high=2.0)])
+    quiet = NS(metric="ttft_ms", verdict="within noise", rows=[])
+    comparison = NS(workloads=[NS(workload="long_context", metrics=[worse], rates=[]),
+                               NS(workload="all", metrics=[quiet], rates=[])], logical=None)
+    badge, because = headline_verdict(comparison)  # type: ignore[arg-type]
+    line = verdict_line(comparison)  # type: ignore[arg-type]
+    assert (badge, because) == ("worse", ["long_context TTFT"])
+    assert line.startswith("all: TTFT within noise") and "worse: long_context TTFT" in line
+    calm = NS(workloads=[NS(workload="all", metrics=[quiet], rates=[])], logical=None)
+    assert verdict_line(calm) == "all: TTFT within noise"  # type: ignore[arg-type]

@@ -152,9 +152,10 @@ def test_the_registry_refuses_what_the_page_could_not_show(toy_dir: Path) -> Non
 
 def test_the_built_in_sections_and_their_places() -> None:
     assert [(s.name, s.place) for s in registered_sections()] == [
-        ("budget", "headline"), ("pd_split", "headline"), ("adapters", "body"),
+        ("saturation", "headline"), ("budget", "headline"), ("pd_split", "headline"),
+        ("adapters", "body"),
         ("policy", "body"), ("token_counts", "body"), ("sessions", "body"), ("spec_decode", "body"),
-        ("energy", "body"), ("probe", "body"),
+        ("energy", "body"), ("probe", "body"), ("answers", "body"),
         ("microbench", "closing")]
     for section in registered_sections():
         assert section_analysis(section.name) is not None

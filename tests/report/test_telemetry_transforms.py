@@ -14,37 +14,10 @@ from zerohop.core.metrics import needed_n
 from zerohop.report.charts import Chart
 from zerohop.report.present import report_page
 from zerohop.report.present_appendix import MODELLED_NOTE, appendix_section, gauge_unit
-from zerohop.report.telemetry_transforms import (
-    bucket_quantiles,
-    counter_rate,
-    family_of,
-    natural_key,
-)
+from zerohop.report.telemetry_transforms import family_of, natural_key
 from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.unit
-
-
-def test_a_counter_becomes_its_rate_per_second_and_a_reset_is_no_reading() -> None:
-    rate = counter_rate(np.array([10.0, 30.0, 70.0, 5.0, 25.0]), window_s=2.0)
-    assert np.isnan(rate[0]) and np.isnan(rate[3])  # no previous window; a reset
-    assert rate[[1, 2, 4]].tolist() == [10.0, 20.0, 10.0]
-
-
-def test_bucket_deltas_give_each_windows_quantiles() -> None:
-    bounds = [0.1, 0.2, 0.4, float("inf")]
-    # window 1 adds 100 observations, all in (0.1, 0.2]; window 2 adds 200: 100 ≤ 0.1,
-    # 100 in (0.2, 0.4]; window 3 adds 3 (too few for a p99)
-    cumulative = np.array([[0, 0, 100, 100], [0, 100, 200, 201], [0, 100, 300, 303],
-                           [0, 100, 300, 303]], dtype=float)
-    result = bucket_quantiles(bounds, cumulative, (0.5, 0.99))
-    p50, p99 = result.quantiles[0.5], result.quantiles[0.99]
-    assert np.isnan(p50[0]) and result.n[1:].tolist() == [100.0, 200.0, 3.0]
-    assert p50[1] == pytest.approx(0.15)  # the middle of (0.1, 0.2]
-    assert p99[1] == pytest.approx(0.199)
-    assert p50[2] == pytest.approx(0.1)  # rank 100 of 200: the top of the first bucket
-    assert p99[2] == pytest.approx(0.2 + 0.2 * 98 / 100)
-    assert np.isfinite(p50[3]) and np.isnan(p99[3])  # 3 observations: p50 yes, p99 no
 
 
 def test_a_quantile_needs_one_observation_beyond_it() -> None:

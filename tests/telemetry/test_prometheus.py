@@ -11,14 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.telemetry.fakes import DCGM_TEXT, SGLANG_TEXT, TGI_TEXT, vllm_text
+from zerohop.analysis.counters import counter_rate, histogram_quantile
 from zerohop.telemetry.canonical import GLOSSARY, SCALAR_MAP
-from zerohop.telemetry.prometheus import (
-    PromDeriver,
-    bucket_deltas,
-    counter_rate,
-    histogram_quantile,
-    parse_exposition,
-)
+from zerohop.telemetry.prometheus import PromDeriver, bucket_deltas, parse_exposition
 from zerohop.telemetry.samples import Sample
 
 pytestmark = pytest.mark.unit

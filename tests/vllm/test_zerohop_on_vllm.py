@@ -19,7 +19,8 @@ def test_zerohop_run_on_real_vllm(vllm_server: VllmServer, tmp_path: Path) -> No
     res = subprocess.run(
         [sys.executable, "-m", "zerohop", "run", "--host", vllm_server.url, "--model", "tiny",
          "--workload", str(WORKLOADS), "--duration", "25s", "--users", "9",
-         "--telemetry", "prom,loadgen", "--results-dir", str(tmp_path), "--name", "vllm"],
+         "--telemetry", "prom,loadgen", "--results-dir", str(tmp_path), "--name", "vllm",
+         "--answer-probe"],
         capture_output=True, text=True, timeout=300,
     )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
@@ -44,3 +45,15 @@ def test_zerohop_run_on_real_vllm(vllm_server: VllmServer, tmp_path: Path) -> No
         assert name in html
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["target"]["kind"] == "external"
+
+    # the answer probe beside the same run (docs/answers-under-load.md): whatever share
+    # changed is the finding; the probe itself must have compared its answers
+    answers = json.loads((run / "summary.json").read_text())["answers"]
+    line = next((x for x in res.stdout.splitlines() if x.startswith("answers under load:")),
+                res.stdout[-1000:])
+    assert answers is not None and not answers["modelled"], line
+    assert answers["failed_alone"] == 0 and answers["failed_load"] == 0, line
+    assert answers["compared"] >= 8, (answers["not_under_load"], line)
+    assert answers["units"] == ["token"]  # vLLM's logprobs name token strings, not ids
+    assert answers["max_logprob_change"] is not None, line  # it gave logprobs
+    assert "Answers under load" in html

@@ -91,13 +91,15 @@ def find_drivers(
         names.append(str(column))
         columns.append(values)
     matrix = np.column_stack(columns) if columns else np.empty((len(latency), 0))
+    ranked: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}  # one matrix's
     raw: list[tuple[str, str, float, int, int, float, float]] = []
     for lat_column in latency.columns:
         lat = latency[lat_column].to_numpy(dtype=float)
         if np.isfinite(lat).sum() < settings.min_windows:
             skipped.append(f"{lat_column}: fewer than {settings.min_windows} windows with data")
             continue
-        scanned = lag_scan(lat, matrix, settings.max_lag_windows, settings.min_windows)
+        scanned = lag_scan(lat, matrix, settings.max_lag_windows, settings.min_windows,
+                           ranked)
         for name, best in zip(names, scanned, strict=True):
             if best is not None:
                 raw.append((str(lat_column), name, *best))
@@ -145,7 +147,8 @@ def _nothing_explains(series: int, windows: int, pairs: list[PairResult],
 
 
 def lag_scan(
-    latency: np.ndarray, telemetry: np.ndarray, max_lag: int, min_windows: int
+    latency: np.ndarray, telemetry: np.ndarray, max_lag: int, min_windows: int,
+    ranked: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> list[tuple[float, int, int, float, float] | None]:
     """For each telemetry column: (ρ, lag, n, n_eff, corrected p) at the lag with the
     largest |ρ| (the smaller |lag| on a tie), or None when no lag leaves
@@ -153,7 +156,10 @@ def lag_scan(
 
     Columns without holes are ranked together — one rankdata call per lag for ρ and
     the autocorrelations alike — which keeps a hundred lanes × eleven lags × seven
-    latency series fast; columns with holes take the one-at-a-time path.
+    latency series fast; columns with holes take the one-at-a-time path. `ranked`
+    keeps the ranked telemetry per (lag, windows with latency data) across calls on
+    the same `telemetry`: the latency percentiles of a run mostly share their windows,
+    so the lanes are ranked once per lag, not once per percentile.
     """
     lags = np.arange(-max_lag, max_lag + 1)
     m = telemetry.shape[1]
@@ -167,7 +173,14 @@ def lag_scan(
             continue
         complete = np.isfinite(tel[have]).all(axis=0)
         if complete.any():
-            rho[i, complete], r_lat, r_tel = _spearman_block(lat, tel[:, complete], have)
+            key = (shift, np.packbits(have).tobytes())
+            if ranked is None or key not in ranked:
+                tel_ranks = _ranked_columns(tel[:, complete], have)
+                if ranked is not None:
+                    ranked[key] = tel_ranks
+            else:
+                tel_ranks = ranked[key]
+            rho[i, complete], r_lat, r_tel = _spearman_block(lat, tel_ranks, have)
             n = int(have.sum())
             count[i, complete] = n
             n_eff[i, complete] = _bretherton(n, r_lat * r_tel)
@@ -208,25 +221,36 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean((rx - rx.mean()) * (ry - ry.mean())) / (sx * sy))
 
 
-def _spearman_block(
-    lat: np.ndarray, tel: np.ndarray, have: np.ndarray
-) -> tuple[np.ndarray, float, np.ndarray]:
-    """Spearman's ρ of `lat` against every column of `tel` over the windows `have`
-    (no NaN there in any column), plus the lag-1 autocorrelations of the ranked
-    series that `effective_n` needs: (ρ per column, r_lat, r_tel per column)."""
-    ranks_lat = stats.rankdata(lat[have])
+def _ranked_columns(tel: np.ndarray, have: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Average ranks of every column of `tel` over the windows `have` (no NaN there),
+    and each ranked column's lag-1 autocorrelation over consecutive such windows
+    (0 where fewer than 3 pairs)."""
     ranks_tel = stats.rankdata(tel[have], axis=0)
-    rho = _column_correlation(ranks_lat[:, None], ranks_tel)
-    full_lat = np.full(lat.size, np.nan)
-    full_lat[have] = ranks_lat
-    full_tel = np.full(tel.shape, np.nan)
-    full_tel[have] = ranks_tel
     pairs = have[:-1] & have[1:]  # consecutive windows that both have data
     if pairs.sum() < 3:
-        return rho, 0.0, np.zeros(tel.shape[1])
+        return ranks_tel, np.zeros(tel.shape[1])
+    full_tel = np.full(tel.shape, np.nan)
+    full_tel[have] = ranks_tel
+    return ranks_tel, np.nan_to_num(_column_correlation(full_tel[:-1][pairs],
+                                                        full_tel[1:][pairs]))
+
+
+def _spearman_block(
+    lat: np.ndarray, tel_ranks: tuple[np.ndarray, np.ndarray], have: np.ndarray
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """Spearman's ρ of `lat` against every ranked telemetry column (`_ranked_columns`
+    over the windows `have`), plus the lag-1 autocorrelations of the ranked series
+    that `effective_n` needs: (ρ per column, r_lat, r_tel per column)."""
+    ranks_tel, r_tel = tel_ranks
+    ranks_lat = stats.rankdata(lat[have])
+    rho = _column_correlation(ranks_lat[:, None], ranks_tel)
+    pairs = have[:-1] & have[1:]
+    if pairs.sum() < 3:
+        return rho, 0.0, np.zeros(ranks_tel.shape[1])
+    full_lat = np.full(lat.size, np.nan)
+    full_lat[have] = ranks_lat
     r_lat = _column_correlation(full_lat[:-1][pairs, None], full_lat[1:][pairs, None])[0]
-    r_tel = _column_correlation(full_tel[:-1][pairs], full_tel[1:][pairs])
-    return rho, float(np.nan_to_num(r_lat)), np.nan_to_num(r_tel)
+    return rho, float(np.nan_to_num(r_lat)), r_tel
 
 
 def _column_correlation(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zerohop.analysis.counters import counter_increases, counter_rates, went_down
 from zerohop.analysis.timeseries import Lane, lane_key
 
 CUMULATIVE_SUFFIXES: tuple[str, ...] = ("_total", "_count", "_sum", "_bucket", "_created")
@@ -55,32 +56,15 @@ def driver_lanes(lanes: list[Lane]) -> list[Lane]:
     return out
 
 
-def counter_rates(ts: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per-second increase since the previous sample (a decrease is a restart from
-    zero); NaN at the first sample."""
-    rates = np.full(values.size, np.nan)
-    if values.size < 2:
-        return rates
-    delta = np.diff(values)
-    delta = np.where(delta < 0, values[1:], delta)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rates[1:] = np.where(np.diff(ts) > 0, delta / np.diff(ts), np.nan)
-    return rates
-
-
 def interval_means(sums: Lane, counts: Lane) -> np.ndarray:
-    """Δsum / Δcount at each of `sums`' samples (NaN where nothing was observed)."""
+    """Δsum / Δcount at each of `sums`' samples (NaN where nothing was observed); the
+    pair restarts together when either went down."""
     count_at = np.interp(sums.ts, counts.ts, counts.values) if counts.ts.size else sums.values
-    means = np.full(sums.values.size, np.nan)
-    if sums.values.size < 2:
-        return means
-    added_sum, added_count = np.diff(sums.values), np.diff(count_at)
-    restart = (added_sum < 0) | (added_count < 0)
-    added_sum = np.where(restart, sums.values[1:], added_sum)
-    added_count = np.where(restart, count_at[1:], added_count)
+    restarted = went_down(sums.values) | went_down(count_at)
+    added_sum = counter_increases(sums.values, restarted)
+    added_count = counter_increases(count_at, restarted)
     with np.errstate(invalid="ignore", divide="ignore"):
-        means[1:] = np.where(added_count > 0, added_sum / added_count, np.nan)
-    return means
+        return np.where(added_count > 0, added_sum / added_count, np.nan)
 
 
 def _pair_key(lane: Lane, suffix: str) -> tuple[str, str, str]:

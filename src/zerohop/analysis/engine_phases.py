@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from zerohop.analysis.run_data import category_mask
+
 # phase → histogram families that measure it (first found wins), as the engines name them
 PHASE_FAMILIES: dict[str, tuple[str, ...]] = {
     "queue": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds"),
@@ -59,9 +61,9 @@ class PhaseShares:
 def histogram_windows(telemetry: pd.DataFrame, family: str) -> list[BucketWindow]:
     """Bucket deltas of `family` per scrape interval, label sets other than `le`
     summed (several engines behind one endpoint), one list per endpoint merged."""
-    raw = telemetry[telemetry["source"].astype(str).str.contains(RAW_SOURCE_MARK, regex=False)]
-    metric = raw["metric"].astype(str)
-    rows, sums = raw[metric == family + "_bucket"], raw[metric == family + "_sum"]
+    raw = raw_rows(telemetry)
+    rows = telemetry[raw & category_mask(telemetry["metric"], lambda m: m == family + "_bucket")]
+    sums = telemetry[raw & category_mask(telemetry["metric"], lambda m: m == family + "_sum")]
     if rows.empty:
         return []
     les = [_le(text) for text in rows["labels"].astype(str)]
@@ -96,6 +98,13 @@ def histogram_windows(telemetry: pd.DataFrame, family: str) -> list[BucketWindow
             windows.append(BucketWindow(float(stamps[i - 1]), float(stamps[i]), bounds,
                                         np.maximum.accumulate(delta), added / delta[-1]))
     return windows
+
+
+def raw_rows(telemetry: pd.DataFrame) -> np.ndarray:
+    """The rows of the untouched Prometheus series (sources `prom-raw:…`), found per
+    source name rather than per row (telemetry holds millions of rows)."""
+    return category_mask(telemetry["source"],
+                         lambda names: names.str.contains(RAW_SOURCE_MARK, regex=False))
 
 
 def phase_shares(requests: pd.DataFrame, telemetry: pd.DataFrame, rank_by: str,

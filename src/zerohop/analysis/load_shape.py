@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from zerohop.analysis.measured_window import MeasuredWindow
+from zerohop.analysis.run_data import category_codes
 
 
 @dataclass(frozen=True)
@@ -25,21 +26,27 @@ class WorkloadLoad:
 
 
 def workload_loads(requests: pd.DataFrame, window: MeasuredWindow) -> list[WorkloadLoad]:
-    """One entry per workload, in the records' order of first appearance."""
+    """One entry per workload, in the records' order of first appearance (selected by
+    category code: a group-by would copy every column of every workload)."""
+    codes, names = category_codes(requests["workload"])
+    present, first = np.unique(codes[codes >= 0], return_index=True)
+    scheduled = np.isfinite(requests["scheduled_ts"].to_numpy(dtype=float))
+    sent = requests["sent_ts"].to_numpy(dtype=float)
+    end = requests["end_ts"].to_numpy(dtype=float)
     loads = []
-    for name, rows in requests.groupby("workload", sort=False):
-        scheduled = np.isfinite(rows["scheduled_ts"].to_numpy(dtype=float)).any()
-        rate = window.rate(len(rows)) if window.duration_s else math.nan
-        peak = 0 if scheduled else _peak_in_flight(rows)
-        loads.append(WorkloadLoad(str(name), "open" if scheduled else "closed", rate, peak))
+    for code in present[np.argsort(first, kind="stable")]:
+        rows = codes == code
+        n = int(np.count_nonzero(rows))
+        rate = window.rate(n) if window.duration_s else math.nan
+        is_open = bool(scheduled[rows].any())
+        peak = 0 if is_open else _peak_in_flight(sent[rows], end[rows])
+        loads.append(WorkloadLoad(names[code], "open" if is_open else "closed", rate, peak))
     return loads
 
 
-def _peak_in_flight(rows: pd.DataFrame) -> int:
+def _peak_in_flight(sent: np.ndarray, end: np.ndarray) -> int:
     """The most requests between their send and their end at one instant (an end
     counted before a send at the same time: a user's next request follows its last)."""
-    sent = rows["sent_ts"].to_numpy(dtype=float)
-    end = rows["end_ts"].to_numpy(dtype=float)
     keep = np.isfinite(sent) & np.isfinite(end)
     if not keep.any():
         return 0

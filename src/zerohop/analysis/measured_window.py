@@ -70,6 +70,24 @@ class MeasuredWindow:
         with np.errstate(invalid="ignore"):
             return (arrival >= self.start_ts) & (arrival < self.end_ts)
 
+    def offered(self, requests: pd.DataFrame, mask: np.ndarray) -> float:
+        """The rate the selected requests were offered at: those that arrived in the
+        window, per second of it. A window read from the records (a `--requests` run)
+        also holds the drain after the last arrival, so there scheduled arrivals are
+        counted over their own span instead, (n − 1) gaps over first → last due time:
+        200 arrivals due at 20 req/s are 20 req/s offered however long a
+        `--max-concurrency` cap kept them waiting."""
+        arrived = mask & self.arrived(requests)
+        if self.source != "records":
+            return self.rate(int(arrived.sum()))
+        due = requests["scheduled_ts"].to_numpy(dtype=float)[arrived]
+        timed = due[np.isfinite(due)]
+        span = float(timed.max() - timed.min()) if timed.size > 1 else 0.0
+        if span <= 0:
+            return self.rate(int(arrived.sum()))
+        untimed = self.rate(int(arrived.sum()) - timed.size)  # closed loop: its sends
+        return (timed.size - 1) * self.weight / span + untimed
+
     def counts(self, requests: pd.DataFrame) -> np.ndarray:
         """Per request: did it end inside the window (a record without an end time:
         did it start inside it)? These are the requests the rates count."""

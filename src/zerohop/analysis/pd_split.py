@@ -58,18 +58,28 @@ def pd_frame(requests: pd.DataFrame) -> pd.DataFrame:
     if "server_timing" not in requests or requests.empty:
         return pd.DataFrame(columns=columns)
     rows = []
-    ok = requests[requests["outcome"] == "ok"]
+    timing = requests["server_timing"]
+    # only the ok answers whose Server-Timing names a KV transfer are parsed: a run
+    # without PD routing (every run but a disaggregated one) costs one vectorised pass
+    candidate = (requests["outcome"] == "ok").to_numpy() & timing.notna().to_numpy()
+    picked = np.flatnonzero(candidate)
+    if picked.size:
+        texts = timing.iloc[picked]
+        picked = picked[texts.astype(str).str.contains("kv_transfer", regex=False).to_numpy()]
     # the analysis reads no request ids (only the columns it needs): None there
-    ids = ok["request_id"] if "request_id" in ok else [None] * len(ok)
-    for rid, workload, ttft, timing in zip(ids, ok["workload"], ok["ttft_ms"],
-                                           ok["server_timing"], strict=True):
-        parts = pd_parts_ms(timing if isinstance(timing, str) else None)
+    ids = (requests["request_id"].iloc[picked] if "request_id" in requests
+           else [None] * picked.size)
+    for rid, workload, ttft, timing_text in zip(
+        ids, requests["workload"].iloc[picked], requests["ttft_ms"].to_numpy(dtype=float)[picked],
+        timing.iloc[picked], strict=True,
+    ):
+        parts = pd_parts_ms(timing_text if isinstance(timing_text, str) else None)
         if parts is None:
             continue
-        ttft = float(ttft) if ttft is not None else math.nan
+        ttft = float(ttft)
         rows.append({
             "request_id": rid, "workload": workload, "prefill_request_id":
-            pd_request_id(timing), "ttft_ms": ttft,
+            pd_request_id(timing_text), "ttft_ms": ttft,
             **{name: parts.get(name, math.nan) for name in PD_PARTS},
             REMAINDER: ttft - sum(parts.values()),
         })

@@ -40,6 +40,7 @@ from zerohop.analysis.probe import summarise_probe
 from zerohop.analysis.reads import ReadDelivery, summarise_reads
 from zerohop.analysis.run_data import RunData
 from zerohop.analysis.run_summary import summarise_run
+from zerohop.analysis.saturation_replay import saturation_figures
 from zerohop.analysis.sessions import SessionAnalysis, summarise_sessions
 from zerohop.analysis.slo import SloResult
 from zerohop.analysis.spec_decode import summarise_spec_decode
@@ -113,6 +114,7 @@ class RunAnalysis:
     structured: list[StructuredShare] = field(default_factory=list)  # JSON-schema answers
     loads: list[WorkloadLoad] = field(default_factory=list)  # each workload's real load
     sections: dict[str, Any] = field(default_factory=dict)  # section name → its figures
+    silent: list[str] = field(default_factory=list)  # workloads that sent no request
 
     @property
     def total(self) -> WorkloadSummary:
@@ -225,6 +227,7 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
         structured=structured_shares(requests),
         sections=_analyse_sections(
             run, SectionInputs(settings, timeline, summary.window, lanes)),
+        silent=summary.silent,
     )
 
 
@@ -313,6 +316,8 @@ register_section_analysis(
     "spec_decode", lambda run, inputs: summarise_spec_decode(run, inputs.window))
 register_section_analysis(
     "energy", lambda run, inputs: summarise_energy(run, inputs.window, inputs.lanes))
+register_section_analysis(
+    "saturation", lambda run, _: saturation_figures(run.requests, run.manifest))
 register_section_analysis("probe", lambda run, inputs: summarise_probe(
     run, inputs.timeline.coarsened(MAX_CHART_POINTS)))
 register_section_analysis(

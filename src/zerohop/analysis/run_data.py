@@ -7,7 +7,7 @@ with `frame_from_rows`. Nothing here opens a file, so analysis stays pure.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -101,6 +101,7 @@ class RunData:
     requests_source: Literal["parquet", "jsonl"]
     notes: list[str] = field(default_factory=list)
     probe: ProbeRecords | None = None  # None: no probe ran
+    answers: dict[str, Any] | None = None  # answers.json (`--answer-probe`); None: none ran
 
     @property
     def label(self) -> str:
@@ -174,6 +175,20 @@ def category_codes(series: pd.Series) -> tuple[np.ndarray, list[str]]:
     if not isinstance(series.dtype, pd.CategoricalDtype):
         series = series.astype("category")
     return series.cat.codes.to_numpy(), [str(c) for c in series.cat.categories]
+
+
+def category_mask(series: pd.Series, test: Callable[[pd.Series], Any]) -> np.ndarray:
+    """Rows whose value passes `test` (a vectorised test of a Series of names, e.g.
+    `lambda s: s.str.contains(...)`), judged once per category, not once per row:
+    telemetry's millions of rows hold a few hundred names. A missing value never
+    passes; a column that is not categorical is tested row by row."""
+    if not isinstance(series.dtype, pd.CategoricalDtype):
+        names = series.astype(str)
+        return np.asarray(test(names), dtype=bool) & series.notna().to_numpy()
+    codes = series.cat.codes.to_numpy()
+    names = pd.Series(series.cat.categories.astype(str), dtype=object)
+    passed = np.append(np.asarray(test(names), dtype=bool), False)  # code -1: missing
+    return passed[codes]
 
 
 def _without_unused(series: pd.Series) -> pd.Categorical:

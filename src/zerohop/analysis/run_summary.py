@@ -35,6 +35,9 @@ class RunSummary:
     summaries: list[WorkloadSummary]  # never empty: a run with no record has an `all` row
     slo_results: list[SloResult]
     notes: list[str]  # SLO keys that were not understood
+    # workloads the run ran that sent no request (e.g. fewer users than workloads):
+    # named, not judged
+    silent: list[str]
 
     @property
     def total(self) -> WorkloadSummary:
@@ -61,11 +64,14 @@ def summarise_run(
     if pools is None:
         pools = ItlPools(requests, run.itl)
     ok = (requests["outcome"] == "ok").to_numpy()
+    silent = silent_workloads(run.manifest, set(requests["workload"].unique()))
     good = good_mask(requests, run.itl, targets)
     slo_results = _judge(targets, run, ok, pools, None)
     if slos is None and not targets:
         workload_slo = run.manifest.get("workload_slo") or {}
         for workload, objectives in workload_slo.items():
+            if workload in silent:
+                continue
             own, own_notes = parse_slos(objectives)
             notes += [f"{workload}: {note}" for note in own_notes]
             rows = (requests["workload"] == workload).to_numpy()
@@ -77,7 +83,7 @@ def summarise_run(
     if not summaries:  # no record at all: one empty `all` row, so every reader has a total
         nothing = np.zeros(len(requests), dtype=bool)
         summaries = [summarise(requests, run.itl, good, nothing, ALL_WORKLOADS, window)]
-    return RunSummary(window, targets, good, summaries, slo_results, notes)
+    return RunSummary(window, targets, good, summaries, slo_results, notes, silent)
 
 
 def _judge(
@@ -115,3 +121,11 @@ def ok_values(run: RunData, ok: np.ndarray, columns: set[str]) -> dict[str, np.n
         else:
             values[column] = run.requests[column].to_numpy(dtype=float)[ok]
     return values
+
+
+def silent_workloads(manifest: Mapping[str, Any], sent: set[Any]) -> list[str]:
+    """The workloads the run started (the manifest's `workload_selection.names`) that
+    sent no request: Locust gives `-u N` users by weight, so N users over more than N
+    workloads leave some without one (a layer comparison's one user runs one workload)."""
+    names = (manifest.get("workload_selection") or {}).get("names") or []
+    return [str(name) for name in names if name not in sent]

@@ -119,7 +119,7 @@ class SessionAnalysis:
 def summarise_sessions(
     requests: pd.DataFrame, telemetry: pd.DataFrame, timeline: Timeline
 ) -> SessionAnalysis | None:
-    ok = _float_rows(requests, np.flatnonzero((requests["outcome"] == "ok").to_numpy()))
+    ok = _OkColumns(requests, np.flatnonzero((requests["outcome"] == "ok").to_numpy()))
     analysis = SessionAnalysis(
         cache=_cache(ok, telemetry, timeline),
         turns=_turns(ok),
@@ -135,18 +135,32 @@ def summarise_sessions(
     return None if empty else analysis
 
 
-def _float_rows(requests: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    """The float columns (all this module reads of ok requests) at `rows`; a column no
-    record filled stays one broadcast value. A copy of every column of ten million rows,
-    text included, would be gigabytes."""
-    columns = {}
-    for name in FLOAT_COLUMNS:
-        values = requests[name].to_numpy(dtype=float)
-        if values.size and values.strides == (0,):  # one value for every row
-            columns[name] = np.broadcast_to(values[0], rows.size)
-        else:
-            columns[name] = values[rows]
-    return pd.DataFrame(columns, copy=False)
+class _OkColumns:
+    """The float columns of the ok requests, each copied at `rows` when first read
+    (all this module reads of them): a copy of every column of ten million rows would
+    be gigabytes, and a plain run reads few of them; a column no record filled stays
+    one broadcast value."""
+
+    def __init__(self, requests: pd.DataFrame, rows: np.ndarray) -> None:
+        self._requests, self._rows = requests, rows
+        self._taken: dict[str, pd.Series] = {}
+
+    def __getitem__(self, name: str) -> pd.Series:
+        if name not in self._taken:
+            if name not in FLOAT_COLUMNS:
+                raise KeyError(name)
+            values = self._requests[name].to_numpy(dtype=float)
+            if values.size and values.strides == (0,):  # one value for every row
+                taken = np.broadcast_to(values[0], self._rows.size)
+            else:
+                taken = values[self._rows]
+            self._taken[name] = pd.Series(taken, copy=False)
+        return self._taken[name]
+
+    def start_ts(self) -> np.ndarray:
+        """`timeseries.request_start_ts` of these rows."""
+        sent = self["sent_ts"].to_numpy(dtype=float)
+        return np.where(np.isfinite(sent), sent, self["scheduled_ts"].to_numpy(dtype=float))
 
 
 def _pct(values: np.ndarray, q: float) -> float:
@@ -159,7 +173,7 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if values.size else math.nan
 
 
-def _cache(ok: pd.DataFrame, telemetry: pd.DataFrame, timeline: Timeline) -> CacheSummary | None:
+def _cache(ok: _OkColumns, telemetry: pd.DataFrame, timeline: Timeline) -> CacheSummary | None:
     cached = ok["cached_tokens"].to_numpy(dtype=float)
     inputs = ok["input_tokens"].to_numpy(dtype=float)
     known = np.isfinite(cached) & np.isfinite(inputs) & (inputs > 0)
@@ -175,7 +189,7 @@ def _cache(ok: pd.DataFrame, telemetry: pd.DataFrame, timeline: Timeline) -> Cac
         if inside.any():
             buckets.append(ShareBucket(f"{low:.0%}–{high:.0%}", int(inside.sum()),
                                        _pct(ttft[inside], 50), _pct(ttft[inside], 99)))
-    idx = timeline.index_of(request_start_ts(ok)[known])
+    idx = timeline.index_of(ok.start_ts()[known])
     keep = idx >= 0
     sums_cached = np.bincount(idx[keep], weights=cached[keep], minlength=timeline.n)
     sums_input = np.bincount(idx[keep], weights=inputs[keep], minlength=timeline.n)
@@ -203,7 +217,7 @@ def _server_hit_rate(telemetry: pd.DataFrame, timeline: Timeline) -> tuple[float
     return total, series
 
 
-def _turns(ok: pd.DataFrame) -> list[TurnRow]:
+def _turns(ok: _OkColumns) -> list[TurnRow]:
     turn = ok["turn"].to_numpy(dtype=float)
     rows = []
     for k in np.unique(turn[np.isfinite(turn)]).astype(int):
@@ -242,7 +256,7 @@ def _sessions(requests: pd.DataFrame) -> SessionTotals | None:
                          _pct(span, 99), float(per["tokens"].mean()))
 
 
-def _reasoning(ok: pd.DataFrame) -> ReasoningSummary | None:
+def _reasoning(ok: _OkColumns) -> ReasoningSummary | None:
     ttft = ok["ttft_ms"].to_numpy(dtype=float)
     ttfo = ok["ttfo_ms"].to_numpy(dtype=float)
     reasoning = ok["reasoning_tokens"].to_numpy(dtype=float)
@@ -255,7 +269,7 @@ def _reasoning(ok: pd.DataFrame) -> ReasoningSummary | None:
                             int(output.sum()))
 
 
-def _agent_steps(ok: pd.DataFrame) -> list[AgentStep]:
+def _agent_steps(ok: _OkColumns) -> list[AgentStep]:
     step = ok["agent_step"].to_numpy(dtype=float)
     calls = np.nan_to_num(ok["tool_calls"].to_numpy(dtype=float))
     ttft = ok["ttft_ms"].to_numpy(dtype=float)

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from zerohop.analysis.engine_phases import RAW_SOURCE_MARK
+from zerohop.analysis.engine_phases import raw_rows
 from zerohop.analysis.measured_window import MeasuredWindow
 from zerohop.analysis.quantiles import describe
 from zerohop.analysis.reads import summarise_reads
-from zerohop.analysis.run_data import ItlColumn, RunData
+from zerohop.analysis.run_data import ItlColumn, RunData, category_mask
 from zerohop.analysis.summary import ALL_WORKLOADS
 
 DRAFTS = "vllm:spec_decode_num_drafts"
@@ -119,15 +119,15 @@ def _raw_spec_rows(telemetry: pd.DataFrame) -> pd.DataFrame:
     """The raw speculative-decoding samples, with their name less `_total`."""
     if telemetry.empty:
         return pd.DataFrame(columns=["source", "ts", "name", "labels", "value"])
-    raw = telemetry[telemetry["source"].astype(str).str.contains(RAW_SOURCE_MARK, regex=False)]
-    names = raw["metric"].astype(str).str.removesuffix("_total")  # as the text parser adds
-    wanted = names.isin(_COUNTERS + _GAUGES).to_numpy()
+    spec = category_mask(telemetry["metric"], lambda m: m.str.removesuffix("_total").isin(
+        _COUNTERS + _GAUGES))  # `_total`: as the text parser adds
+    raw = telemetry[raw_rows(telemetry) & spec]
     return pd.DataFrame({
-        "source": raw["source"].astype(str).to_numpy()[wanted],
-        "ts": raw["ts"].to_numpy(dtype=float)[wanted],
-        "name": names.to_numpy()[wanted],
-        "labels": raw["labels"].astype(str).to_numpy()[wanted],
-        "value": raw["value"].to_numpy(dtype=float)[wanted],
+        "source": raw["source"].astype(str).to_numpy(),
+        "ts": raw["ts"].to_numpy(dtype=float),
+        "name": raw["metric"].astype(str).str.removesuffix("_total").to_numpy(),
+        "labels": raw["labels"].astype(str).to_numpy(),
+        "value": raw["value"].to_numpy(dtype=float),
     })
 
 

@@ -55,8 +55,8 @@ class WorkloadSummary:
     # pooling requests (embedding, rerank): texts embedded or ranked per second; None
     # where no request carried any
     items_per_s: float | None = None
-    # requests that arrived (were due: scheduled, else sent) inside the window, per
-    # second: what was offered, beside `req_per_s`, what the target completed
+    # what was offered (`MeasuredWindow.offered`: arrivals per second), beside
+    # `req_per_s`, what the target completed
     offered_rps: float = math.nan
     open_loop: bool = False  # some of its requests had arrival times (open loop, traces)
 
@@ -161,7 +161,7 @@ def summarise(
         figures=figures,
         items_per_s=window.rate(_sum(items, carried)) if has_items and items is not None
         else None,
-        offered_rps=window.rate(int((mask & window.arrived(requests)).sum())),
+        offered_rps=window.offered(requests, mask),
         open_loop=bool(np.isfinite(requests["scheduled_ts"].to_numpy(dtype=float)[mask]).any()),
     )
 

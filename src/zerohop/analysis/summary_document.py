@@ -21,14 +21,18 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.answers import answers_of_run, answers_summary
 from zerohop.analysis.energy import EnergySummary, summarise_energy
 from zerohop.analysis.error_samples import outcome_counts
 from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
 from zerohop.analysis.measured_window import MeasuredWindow
+from zerohop.analysis.probe import ProbeFigures, summarise_probe
 from zerohop.analysis.quantiles import PERCENTILE_NAMES, Distribution
+from zerohop.analysis.results_table import ResultsTable, run_results_table, table_document
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.run_data import RunData, category_codes
-from zerohop.analysis.run_summary import summarise_run
+from zerohop.analysis.run_summary import silent_workloads, summarise_run
+from zerohop.analysis.saturation_replay import saturation_figures
 from zerohop.analysis.slo import SloResult
 from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
 from zerohop.analysis.timeseries import telemetry_lanes
@@ -51,13 +55,17 @@ class SummaryParts:
     window: MeasuredWindow
     fidelity: ClientFidelity
     energy: EnergySummary | None = None
+    results: ResultsTable | None = None  # the console's results block, when it printed one
+    probe: ProbeFigures | None = None  # the interference probe's, when one ran
+    saturation: dict[str, Any] | None = None  # analysis/saturation_replay.py's figures
 
 
 def parts_of_analysis(analysis: RunAnalysis, run: RunData) -> SummaryParts:
     """The parts of a run already analysed (`zerohop run`: the console's analysis)."""
     window = analysis.window if analysis.window is not None else summarise_run(run).window
     return SummaryParts(analysis.summaries, analysis.slo_results, window, analysis.fidelity,
-                        analysis.sections.get("energy"))
+                        analysis.sections.get("energy"), probe=analysis.sections.get("probe"),
+                        saturation=analysis.sections.get("saturation"))
 
 
 def parts_of_run(run: RunData) -> SummaryParts:
@@ -67,7 +75,9 @@ def parts_of_run(run: RunData) -> SummaryParts:
     lanes = telemetry_lanes(run.telemetry)
     fidelity = assess_fidelity(run.requests, lanes, run.manifest.get("client_fidelity"))
     return SummaryParts(summary.summaries, summary.slo_results, summary.window, fidelity,
-                        summarise_energy(run, summary.window, lanes))
+                        summarise_energy(run, summary.window, lanes),
+                        probe=summarise_probe(run),
+                        saturation=saturation_figures(run.requests, run.manifest))
 
 
 def summary_document(run: RunData, parts: SummaryParts) -> dict[str, Any]:
@@ -87,7 +97,36 @@ def summary_document(run: RunData, parts: SummaryParts) -> dict[str, Any]:
         "workloads": [_workload_section(run, s, parts.slo_results) for s in per_workload],
         "total": _workload_section(run, total, parts.slo_results, run_wide=True),
         "energy": _energy_section(parts.energy),
+        "probe": _probe_section(parts.probe),
+        "answers": answers_summary(answers_of_run(run.answers, manifest)),  # --answer-probe
+        "saturation": parts.saturation,
+        "results": table_document(results_of(run, parts)),
     }
+
+
+def results_of(run: RunData, parts: SummaryParts) -> ResultsTable:
+    """The results block (analysis/results_table.py): the console's own when it
+    printed one, else computed from the run at the percentiles it asked for."""
+    if parts.results is not None:
+        return parts.results
+    return run_results_table(run, parts.summaries[-1], parts.slo_results)
+
+
+def _probe_section(probe: ProbeFigures | None) -> dict[str, Any] | None:
+    """The interference probe's shifts, idle against under load, per arm (null
+    without a probe; a figure its phases had too few samples for is null, and
+    `too_few` says why)."""
+    if probe is None:
+        return None
+    return {"rate_rps": probe.rate_rps, "prompt_tokens": probe.prompt_tokens,
+            "output_tokens": probe.output_tokens, "idle_s": probe.idle_s,
+            "arms": [{"arm": arm.arm, "idle_n": arm.idle_n, "load_n": arm.load_n,
+                      "failed": arm.failed,
+                      "shifts": [{"metric": s.metric, "stat": s.stat, "idle_ms": s.idle_ms,
+                                  "load_ms": s.load_ms, "delta_ms": s.delta_ms,
+                                  "ci95_ms": [s.ci_low_ms, s.ci_high_ms],
+                                  "too_few": s.too_few} for s in arm.shifts]}
+                     for arm in probe.arms]}
 
 
 def _energy_section(energy: EnergySummary | None) -> dict[str, Any] | None:
@@ -129,6 +168,7 @@ def _run_section(run: RunData) -> dict[str, Any]:
             "max_concurrency": _number(load.get("max_concurrency")),
         },
         "simulated": "simulation" in manifest,
+        "sent_nothing": silent_workloads(manifest, set(run.requests["workload"].unique())),
     }
 
 

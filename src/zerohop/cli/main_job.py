@@ -17,8 +17,10 @@ from typing import Any
 
 import click
 
+from zerohop.cli.benchmark_workload import benchmark_workloads
 from zerohop.cli.run_options import run_options
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
+from zerohop.core.percentile_choice import DEFAULT_PERCENTILES_TEXT, parse_percentiles
 from zerohop.loadgen.run_settings import DEFAULT_DURATION, REQUESTS_TIME_CAP
 from zerohop.runner.compare_layer import layer_setup_from_flags, run_compare_layer
 from zerohop.runner.plan import RunPlan, classes_for, parse_duration, users_for
@@ -61,7 +63,7 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         duration = parse_duration(kw["duration"] or (
             REQUESTS_TIME_CAP if kw.get("requests") is not None else DEFAULT_DURATION))
         slo = parse_slo(kw["slo"])
-        workloads = list(kw["workloads"])
+        workloads = list(kw["workloads"]) + benchmark_workloads(kw)
         specs = load_workloads([str(p) for p in workloads])
         for spec in specs:
             check_inputs(spec)
@@ -84,7 +86,9 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         if kw["host"] and not re.match(r"^https?://[^/\s]+", kw["host"]):
             raise ValueError(f"--host: {kw['host']!r} is not an http:// URL")
         _check_telemetry(kw["telemetry"])
+        parse_percentiles(kw.get("percentiles") or DEFAULT_PERCENTILES_TEXT)
         probe_idle_s = _check_probe(kw)
+        _check_answer_probe(kw)
         if kw["tokenizer"] is not None:
             load_local_tokenizer(kw["tokenizer"])
     except ValueError as exc:  # WorkloadError is a ValueError
@@ -104,6 +108,9 @@ def plan_from_flags(kw: dict[str, Any]) -> RunPlan:
         probe_rate=kw.get("probe_rate") or 0.0,
         probe_prompt_tokens=kw.get("probe_prompt_tokens") or 16,
         probe_output_tokens=kw.get("probe_output_tokens") or 4, probe_idle_s=probe_idle_s,
+        answer_probe=bool(kw.get("answer_probe")),
+        percentiles=kw.get("percentiles") or DEFAULT_PERCENTILES_TEXT,
+        stop_when_saturated=bool(kw.get("stop_when_saturated")),
     )
 
 
@@ -118,6 +125,15 @@ def _check_probe(kw: dict[str, Any]) -> float:
         return parse_duration(kw.get("probe_idle") or "0")
     except ValueError as exc:
         raise ValueError(str(exc).replace("--duration", "--probe-idle")) from None
+
+
+def _check_answer_probe(kw: dict[str, Any]) -> None:
+    """The answer probe asks for logprobs: only the APIs whose answers carry them."""
+    from zerohop.client.answer_tokens import answer_api_refusal
+
+    refusal = answer_api_refusal(kw["api"]) if kw.get("answer_probe") else None
+    if refusal is not None:
+        raise ValueError(refusal)
 
 
 def _check_limits(kw: dict[str, Any]) -> None:

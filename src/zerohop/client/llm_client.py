@@ -26,6 +26,8 @@ from zerohop.core import records as rec
 from zerohop.core import timing
 from zerohop.core.records import ClockAnchor, RequestRecord
 
+FirstContent = Callable[[bool], None]  # told once: content (True), or an end before any
+
 
 def process_tag() -> str:
     """`host:pid` of the measuring process (by pid: Locust forks workers after import)."""
@@ -131,10 +133,13 @@ class LLMClient:
     def new_request_id(self) -> str:
         return f"{self._prefix}-{next(self._ids)}"
 
-    def execute(self, spec: RequestSpec, *, request_id: str | None = None) -> RequestRecord:
+    def execute(self, spec: RequestSpec, *, request_id: str | None = None,
+                on_first_content: FirstContent | None = None) -> RequestRecord:
         """Send, stream, measure. Never raises for anything the target does; a greenlet
         killed mid-request (end of run) raises GreenletExit after recording `cancelled`
-        through `cancelled_record` in the caller."""
+        through `cancelled_record` in the caller. `on_first_content(content)` is called
+        once, as the stream's first content arrives (True) or its error or end before
+        any (False): the load generator's live saturation feed."""
         rid = request_id or self.new_request_id()
         record = spec_record(spec, rid, self.api_adapter.name)
         if spec.pooled is not None:
@@ -152,7 +157,8 @@ class LLMClient:
         collect_calls = spec.tool_calls is not None
         exchange, scan = self._exchange(
             http_request, self.url_of(spec.arm),
-            lambda: StreamDecode(self.api_adapter, answer=answer, collect_calls=collect_calls))
+            lambda: StreamDecode(self.api_adapter, answer=answer, collect_calls=collect_calls),
+            on_first_content)
         build_record(
             record, exchange, self.api_adapter, self.anchor,
             scheduled_perf_ns=spec.scheduled_perf_ns, queue_wait_ns=spec.queue_wait_ns,
@@ -188,7 +194,8 @@ class LLMClient:
             raise ValueError(f"no base URL for arm {arm!r}") from None
 
     def _exchange(self, http_request: HttpRequest, base_url: str,
-                  new_scan: Callable[[], StreamDecode | None]
+                  new_scan: Callable[[], StreamDecode | None],
+                  on_first_content: FirstContent | None = None
                   ) -> tuple[RawExchange, StreamDecode | None]:
         """Stream one request; its decoding was fed the reads up to the first content
         (no decoding: a body that is not a stream, whose first read is its content)."""
@@ -198,7 +205,7 @@ class LLMClient:
         scan = new_scan()
         exchange, keep = stream_request(
             base_url, http_request, self.timeouts,
-            first_content=None if scan is None else scan.feed_early,
+            first_content=_watched(scan, on_first_content),
             sock=sock, reactor=self._reactor,
         )
         if reused and exchange.end == END_RESET and exchange.status is None:
@@ -206,7 +213,7 @@ class LLMClient:
             scan = new_scan()
             exchange, keep = stream_request(
                 base_url, http_request, self.timeouts,
-                first_content=None if scan is None else scan.feed_early,
+                first_content=_watched(scan, on_first_content),
                 reactor=self._reactor,
             )
         if keep is not None:
@@ -218,6 +225,21 @@ class LLMClient:
             while idle:
                 with contextlib.suppress(OSError):
                     idle.pop().close()
+
+
+def _watched(scan: StreamDecode | None, on_first_content: FirstContent | None
+             ) -> Callable[[int, bytes], bool] | None:
+    """The stream's first-content detector, telling `on_first_content` when it fires (it
+    is fed reads only until then, so the call costs nothing after)."""
+    if scan is None or on_first_content is None:
+        return None if scan is None else scan.feed_early
+
+    def feed(ts: int, payload: bytes) -> bool:
+        seen = scan.feed_early(ts, payload)
+        if seen:
+            on_first_content(bool(scan.out.content_ns))
+        return seen
+    return feed
 
 
 def spec_record(spec: RequestSpec, request_id: str, api: str) -> RequestRecord:

@@ -40,8 +40,11 @@ class ApiSpec:
     and their results (what an agent loop needs).
     `structured_output`: a request may ask for an answer that follows a JSON schema
     (chat's `response_format`, Responses' `text.format`).
-    `key_env`: the vendor's usual API-key variable (ZEROHOP_API_KEY overrides it).
+    `key_env`: the vendor's usual API-key variable (ZEROHOP_API_KEY overrides it); its
+    value is masked in everything zerohop writes (`core.redaction.secret_env_names`).
     `images`: a message may carry images (base64 image parts before its text).
+    `ignore_eos`: the request can ask the server to ignore end-of-sequence (vLLM's and
+    SGLang's extension), so an answer runs to its `max_tokens`.
     """
 
     name: str
@@ -51,6 +54,7 @@ class ApiSpec:
     structured_output: bool
     key_env: str
     images: bool = False
+    ignore_eos: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +110,13 @@ def register_api(entry: ApiEntry) -> None:
 
 for _entry in (
     _builtin(ApiSpec("openai-chat", chat_messages=True, takes_token_ids=False, tools=True,
-                     structured_output=True, key_env="OPENAI_API_KEY", images=True),
+                     structured_output=True, key_env="OPENAI_API_KEY", images=True,
+                     ignore_eos=True),
              "openai_adapters:OpenAIChatAdapter", "/v1/chat/completions", "chat",
              "chat_shape", "vllm_chat_usage"),
     _builtin(ApiSpec("openai-completions", chat_messages=False, takes_token_ids=True,
-                     tools=False, structured_output=False, key_env="OPENAI_API_KEY"),
+                     tools=False, structured_output=False, key_env="OPENAI_API_KEY",
+                     ignore_eos=True),
              "openai_adapters:OpenAICompletionsAdapter", "/v1/completions", "completions",
              "completions_shape", "vllm_completions_usage"),
     _builtin(ApiSpec("anthropic", chat_messages=True, takes_token_ids=False, tools=True,
@@ -119,7 +125,7 @@ for _entry in (
              "messages_shape", "anthropic_full"),
     _builtin(ApiSpec("openai-responses", chat_messages=True, takes_token_ids=False,
                      tools=True, structured_output=True, key_env="OPENAI_API_KEY",
-                     images=True),
+                     images=True, ignore_eos=True),
              "responses_adapter:OpenAIResponsesAdapter", "/v1/responses", "responses",
              "responses_shape", "openai_responses_reasoning"),
 ):

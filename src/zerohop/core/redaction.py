@@ -14,18 +14,21 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from zerohop.core.apis import APIS
+
 __all__ = [
+    "OVERRIDE_KEY_ENV",
     "REDACTED",
-    "SECRET_ENV_NAMES",
     "is_secret_key",
     "known_secrets",
     "redact",
     "redact_headers",
     "scrub",
+    "secret_env_names",
 ]
 
 REDACTED = "***"
-SECRET_ENV_NAMES = ("ZEROHOP_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+OVERRIDE_KEY_ENV = "ZEROHOP_API_KEY"  # read before any API's own key variable
 # shorter environment values ("1", "true", "off") would mask innocent text everywhere
 MIN_SECRET_CHARS = 6
 
@@ -74,11 +77,19 @@ def is_secret_key(key: str) -> bool:
     return len(words) >= 2 and (words[-2], last) in _SECRET_LAST_PAIRS
 
 
+def secret_env_names() -> tuple[str, ...]:
+    """The variables zerohop reads an API key from: ZEROHOP_API_KEY and every registered
+    API's `key_env`, read from the registry at each call, so an API registered at run
+    time is covered whatever its variable is called (`TOYVENDOR_KEY` says nothing of a
+    credential by its words)."""
+    return tuple(dict.fromkeys([OVERRIDE_KEY_ENV, *(spec.key_env for spec in APIS.values())]))
+
+
 def known_secrets(environ: Mapping[str, str] = os.environ) -> list[str]:
     """Values that must never be written: the API keys zerohop reads, and any other
     variable whose name says it holds a credential. Longest first, so a secret that
     contains another is masked whole."""
-    values = {environ.get(name, "") for name in SECRET_ENV_NAMES}
+    values = {environ.get(name, "") for name in secret_env_names()}
     values |= {v for k, v in environ.items() if is_secret_key(k)}
     return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
 

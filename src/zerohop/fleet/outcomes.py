@@ -3,8 +3,9 @@ a `RequestRecord` row for each request in the records sample.
 
 Rows carry virtual timestamps: the run's start (a wall-clock anchor taken when the
 simulation began) plus virtual seconds, so the records and the telemetry share one
-time axis as a live run's do. A failure keeps its reason in `error_type` and
-`error_message`, as a live client would record it.
+time axis as a live run's do. An ok row's `server_timing` holds the clock's exact
+parts (layer, queue, prefill, decode), which the time budget reads. A failure keeps its
+reason in `error_type` and `error_message`, as a live client would record it.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ class Outcomes:
     """Counts every request's outcome; hands the rows of sampled ones to `emit`."""
 
     def __init__(self, *, start_wall_s: float, workloads: list[str], api: str, model: str,
-                 emit: Callable[[Row], None]) -> None:
+                 emit: Callable[[Row], None], layer: bool = False) -> None:
         self.start_wall_s = start_wall_s
+        self.layer = layer  # rows' Server-Timing names the layer's part
         self.workloads = workloads
         self.api = api
         self.model = model
@@ -110,8 +112,23 @@ class Outcomes:
             outcome=OK, end_ts=self._ts(end_ns), http_status=200, e2e_ms=e2e_ms,
             e2e_from_schedule_ms=e2e_ms, output_tokens=n, token_source="usage",
             tpot_ms=timing.tpot_ms(e2e_ms, token_fields["ttft_ms"], n), **token_fields,
+            server_timing=self._parts(req, end_ns),
         )
         return row
+
+    def _parts(self, req: FleetRequest, end_ns: int) -> str | None:
+        """The clock's exact parts of the request, as a server would send them
+        (Server-Timing): the layer, the engine's queue, prefill and decode. The time
+        budget reads them per request."""
+        seq = req.seq
+        if seq is None or seq.first_scheduled_ns is None or seq.first_token_ns is None:
+            return None
+        parts = [("queue", req.sent_ns, seq.first_scheduled_ns),
+                 ("prefill", seq.first_scheduled_ns, seq.first_token_ns),
+                 ("decode", seq.first_token_ns, end_ns)]
+        if self.layer:
+            parts.insert(0, ("layer", req.arrival_ns, req.sent_ns))
+        return ", ".join(f"{name};dur={(end - start) / 1e6:.3f}" for name, start, end in parts)
 
     def _token_fields(self, req: FleetRequest, first_ns: int, n: int) -> Row:
         tokens = req.token_ns

@@ -88,7 +88,7 @@ def run_simulation(plan: SimulationPlan) -> SimulationResult:
     )
     writer = RecordWriter(run_dir)
     outcomes = Outcomes(start_wall_s=start_wall_s, workloads=load.workloads, api=plan.api,
-                        model=engines[0].name, emit=writer.add)
+                        model=engines[0].name, emit=writer.add, layer=plan.layer is not None)
     telemetry = FleetTelemetry(start_wall_s, int(plan.tick_s * 1e9), fleet_scale=fleet_scale,
                                load_end_ns=int(plan.duration_s * 1e9))
     clock = FleetClock(engines, plan.layer, outcomes, record_sample=plan.record_sample,

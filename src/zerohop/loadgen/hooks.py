@@ -19,8 +19,8 @@ from zerohop.client.target_check import check_target
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED, RunError
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.core.redaction import known_secrets, scrub
+from zerohop.loadgen import answer_probe, probe, quiet_hub, worker_health
 from zerohop.loadgen import options as opt
-from zerohop.loadgen import probe, quiet_hub, worker_health
 from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
 from zerohop.loadgen.ttft_table import log_ttft_table
@@ -90,6 +90,7 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
     _select_workloads(environment, rt)
     _open_results(environment, rt)
     _record_selection(environment, rt)
+    answer_probe.answer_alone(environment)  # before any load, outside Locust's -t
     if getattr(environment, "web_ui", None) is not None:
         from zerohop.loadgen.web_tab import install_web_tab
 
@@ -145,7 +146,8 @@ def _validate_options(environment: Any) -> None:
         load_workloads(opt.option(environment, "zh_workload"))
         opt.arm_hosts(environment)
         opt.local_tokenizer(environment)
-        _telemetry_sources(environment)
+        answer_probe.check_answer_probe(environment)
+        opt.telemetry_sources(environment)
     except ValueError as exc:
         _fail(str(exc))
 
@@ -178,7 +180,8 @@ def _record_selection(environment: Any, rt: ProcessRuntime) -> None:
         specs = [getattr(c, "workload_spec", None) for c in sel.llm_user_classes(environment)]
         workload_slo = {s.name: s.slo.objectives for s in specs if s and s.slo.objectives}
         results.update_manifest(rt.run_dir, workload_selection={
-            "run": decision.run, "left_out": decision.left_out,
+            "run": decision.run, "names": [s.name for s in specs if s],
+            "left_out": decision.left_out,
             "adapters": decision.adapters, "target_models": decision.target},
             workload_slo=workload_slo)
 
@@ -225,15 +228,6 @@ def _open_results(environment: Any, rt: ProcessRuntime) -> None:
             locust={"role": rt.role},
         )
     log.info("zerohop: results folder %s", rt.run_dir)
-
-
-def _telemetry_sources(environment: Any) -> list[Any]:
-    """The run's telemetry sources; a bare `prom` means the target's own /metrics."""
-    from zerohop.telemetry.spec import parse_telemetry_spec, with_target_url
-
-    sources = parse_telemetry_spec(opt.option(environment, "zh_telemetry") or "")
-    host = environment.host or "http://127.0.0.1"
-    return with_target_url(sources, host.rstrip("/") + "/metrics")
 
 
 # --- master side of the record flow ---------------------------------------------------
@@ -287,6 +281,7 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         _prepare_worker(environment, rt)
     elif rt.role == "local":
         _prepare_load(environment)
+    answer_probe.start_under_load(environment)  # the sending process only
     quiet_hub.warm_locust_stop()
     # the measured window starts here: the loop-lag probe sees the load, not the set-up
     if rt.role == "worker":
@@ -341,7 +336,7 @@ def _start_telemetry(environment: Any, rt: ProcessRuntime) -> None:
         return
     from zerohop.telemetry.recorder import TelemetryRecorder
 
-    sources = _telemetry_sources(environment)
+    sources = opt.telemetry_sources(environment)
     if sources:
         rt.telemetry = TelemetryRecorder(sources, rt.run_dir, anchor=rt.anchor,
                                          defer_loop_lag=True)
@@ -355,7 +350,7 @@ def _start_worker_self_telemetry(environment: Any, rt: ProcessRuntime) -> None:
     from zerohop.telemetry.samples import TelemetryClock
     from zerohop.telemetry.spec import LoadgenSource
 
-    loadgen = next((s for s in _telemetry_sources(environment)
+    loadgen = next((s for s in opt.telemetry_sources(environment)
                     if isinstance(s, LoadgenSource)), None)
     if loadgen is not None and rt.self_telemetry is None:
         rt.self_telemetry = start_self_telemetry(
@@ -369,6 +364,7 @@ def _on_test_stopping(environment: Any, **_: Any) -> None:
         return
     timeout = float(opt.option(environment, "zh_drain_timeout"))
     probe.halt_probe(environment)
+    answer_probe.halt_answers(environment)
     if rt.role == "local":
         rt.drain(timeout)
         _end_loop_lag(rt)
@@ -414,6 +410,7 @@ def _on_test_stop(environment: Any, **_: Any) -> None:
         if rows and rt.send is not None:
             rt.send(MSG_RECORDS, {"rows": [], "telemetry": rows})
     probe.stop_probe(environment)
+    answer_probe.finish_answers(environment)
     rt.stop_sender()
 
 

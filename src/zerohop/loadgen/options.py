@@ -46,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "zh_probe_prompt_tokens": 16,
     "zh_probe_output_tokens": 4,
     "zh_probe_idle": 5.0,
+    "zh_answer_probe": False,
     "zh_selection": "",  # set by the master (loadgen.selection), never by a flag
 }
 
@@ -111,6 +112,9 @@ def add_arguments(parser: Any) -> None:
                        default=DEFAULTS["zh_probe_idle"], include_in_web_ui=False,
                        help="Seconds the probe runs alone before the load (they count in "
                        "Locust's -t).")
+    group.add_argument(flag_of("answer_probe").name, dest="zh_answer_probe",
+                       action="store_true", default=False, include_in_web_ui=False,
+                       help=flag_of("answer_probe").help)
     group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
                        default=False, include_in_web_ui=False,
                        help="Never start the embedded target; fail without --host.")
@@ -149,6 +153,7 @@ _FROM_PLAN: dict[str, Callable[[dict[str, Any]], Any]] = {
     "zh_probe_prompt_tokens": lambda plan: plan.get("probe_prompt_tokens") or 16,
     "zh_probe_output_tokens": lambda plan: plan.get("probe_output_tokens") or 4,
     "zh_probe_idle": lambda plan: plan.get("probe_idle_s") or 0.0,
+    "zh_answer_probe": lambda plan: bool(plan.get("answer_probe")),
 }
 
 
@@ -184,6 +189,14 @@ def local_tokenizer(environment: Any) -> LocalTokenizer | None:
     says in one line what is wrong with the path."""
     path = option(environment, "zh_tokenizer")
     return load_local_tokenizer(path) if path else None
+
+
+def telemetry_sources(environment: Any) -> list[Any]:
+    """`--telemetry`, parsed (a ValueError names the bad part); a bare `prom` is the
+    target's own /metrics."""
+    from zerohop.telemetry.spec import run_sources
+
+    return list(run_sources(option(environment, "zh_telemetry"), environment.host))
 
 
 def arm_hosts(environment: Any) -> dict[str, str]:

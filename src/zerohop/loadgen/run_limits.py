@@ -16,13 +16,14 @@ has.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
-from gevent.lock import Semaphore
+from gevent.event import Event
 
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.runtime import runtime_of
@@ -71,24 +72,40 @@ class RequestBudget:
 
 @dataclass
 class ConcurrencyCap:
-    """At most `slots` open-loop requests (or sessions) in flight in this process: an
-    arrival that finds none free, or others already waiting, waits in arrival order
-    (the dispatchers take their arrivals one at a time)."""
+    """At most `slots` open-loop requests (or sessions) in flight in this process. An
+    arrival that finds none free, or others already waiting, waits; a freed slot goes to
+    the waiting arrival that was due first, whichever workload's it is. Each dispatcher
+    holds one waiting arrival at a time, so a first-come queue would serve the
+    workloads in turn (equal shares whatever their rates); due-time order merges their
+    schedules, and the mix under the cap follows the weights."""
 
     slots: int
-    _free: Semaphore = field(init=False)
+    _in_use: int = field(default=0, init=False)
+    _waiting: list[tuple[int, int, Event]] = field(default_factory=list, init=False)
+    _arrivals: int = field(default=0, init=False)  # ties in due time: first come first
     _last_slot_ns: int = field(default=0, init=False)
     _last_queued: bool = field(default=False, init=False)
-
-    def __post_init__(self) -> None:
-        self._free = Semaphore(self.slots)
 
     def acquire(self, due_ns: int) -> int:
         """Wait for a slot for the arrival due at `due_ns`; returns how long it queued
         (ns): from its due time to its slot when it found no slot free or a queue ahead
         of it, else 0 (a dispatcher merely late is the schedule lag, not a queue)."""
-        blocked = self._free.locked()
-        self._free.acquire()
+        blocked = self._in_use >= self.slots or bool(self._waiting)
+        if blocked:
+            handed = Event()
+            self._arrivals += 1
+            heapq.heappush(self._waiting, (due_ns, self._arrivals, handed))
+            try:
+                handed.wait()  # release() hands its slot over: _in_use stays counted
+            except BaseException:  # killed while waiting: give back a slot handed over
+                if handed.is_set():
+                    self.release()
+                else:
+                    self._waiting.remove(next(w for w in self._waiting if w[2] is handed))
+                    heapq.heapify(self._waiting)
+                raise
+        else:
+            self._in_use += 1
         now = time.perf_counter_ns()
         # a queue ahead of it: the arrival before it queued too, until after this was due
         queued = blocked or (self._last_queued and self._last_slot_ns > due_ns)
@@ -96,7 +113,10 @@ class ConcurrencyCap:
         return max(0, now - due_ns) if queued else 0
 
     def release(self) -> None:
-        self._free.release()
+        if self._waiting:
+            heapq.heappop(self._waiting)[2].set()
+        else:
+            self._in_use -= 1
 
 
 def request_budget(environment: Any) -> RequestBudget:

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from zerohop.core.apis import DEFAULT_API, api_names
+from zerohop.core.percentile_choice import DEFAULT_PERCENTILES_TEXT, PERCENTILES_HELP
 from zerohop.proxy.routing import ROUTES
+from zerohop.workloads.benchmark_spec import DATASET_HELP, LENGTH_HELP
 from zerohop.workloads.kind_registry import workload_kinds
 from zerohop.workloads.local_tokenizer import TOKENIZER_HELP
 
@@ -73,6 +75,12 @@ class RunSettings:
     requests: int | None = field(default=None, metadata=flag(
         "--requests", "Stop after N requests in all (as `vllm bench serve --num-prompts`); "
         "the rates divide by the time the run really measured.", kind=int))
+    input_tokens: str | None = field(default=None, metadata=flag(
+        "--input-tokens", LENGTH_HELP.format(what="Prompt length")))
+    output_tokens: str | None = field(default=None, metadata=flag(
+        "--output-tokens", LENGTH_HELP.format(what="Answer length (held with ignore_eos where "
+                                             "the API has it)")))
+    dataset: str | None = field(default=None, metadata=flag("--dataset", DATASET_HELP))
     duration: str | None = field(default=None, metadata=flag(
         "--duration", f"Run time: 30s, 2m, 1h. [default: {DEFAULT_DURATION}; with "
         f"--requests, a cap of {REQUESTS_TIME_CAP}]"))
@@ -81,6 +89,8 @@ class RunSettings:
         "none.", show_default=True))
     slo: str = field(default="", metadata=flag(
         "--slo", "e.g. ttft_p99_ms=500,tpot_p99_ms=50 (exit 1 if missed)."))
+    percentiles: str = field(default=DEFAULT_PERCENTILES_TEXT, metadata=flag(
+        "--percentiles", PERCENTILES_HELP, show_default=True))
     name: str = field(default="run", metadata=flag(
         "--name", "Run name (folder suffix).", show_default=True))
     workers: int = field(default=0, metadata=flag(
@@ -142,6 +152,10 @@ class RunSettings:
     probe_idle: str = field(default="5s", metadata=flag(
         "--probe-idle", "How long the probe runs alone before the load (its idle baseline); "
         "added to the run's time.", show_default=True))
+    answer_probe: bool = field(default=False, metadata=flag(
+        "--answer-probe", "Answers under load: send a fixed set of prompts at temperature 0 "
+        "(fixed seed, logprobs asked) once alone before the load and once beside it; report "
+        "which answers changed and where (openai-chat, openai-completions).", kind=bool))
     selfcheck: bool = field(default=False, metadata=flag(
         "--selfcheck", "First certify the client at this load on this machine (as `zerohop "
         "selfcheck` does); the certificate goes into the run's folder and report.",
@@ -149,6 +163,10 @@ class RunSettings:
     selfcheck_duration: str = field(default="20s", metadata=flag(
         "--selfcheck-duration", "How long the self-check drives the load (with --selfcheck).",
         show_default=True))
+    stop_when_saturated: bool = field(default=False, metadata=flag(
+        "--stop-when-saturated", "End the load once the live saturation verdict says the "
+        "target fell behind it (docs/saturation.md): the run then finishes as usual, its "
+        "figures over the time the load ran.", kind=bool))
 
 
 def setting_fields() -> list[tuple[str, Flag, Any]]:

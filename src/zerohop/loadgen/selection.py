@@ -238,13 +238,15 @@ def workload_class(template: type[T], spec: Any, name: str, *,
     the workload file's `weight` when the file gives one, else the template's. A
     closed-loop workload's `fixed_count` is its `load.users` (Locust spawns that many, in
     all, before it spreads the rest of `-u` by weight), unless `by_weight` (the users are
-    the command line's, spread by weight); otherwise `fixed_count` stays the template's
-    (an open-loop or trace workload's users only hold a slot)."""
+    the command line's, spread by weight, for every class); otherwise `fixed_count` stays
+    the template's (an open-loop or trace workload's users only hold a slot)."""
     attrs: dict[str, Any] = {"workload_spec": spec, "__module__": template.__module__,
                              "__qualname__": name}
     if spec.weight is not None:
         attrs["weight"] = spec.weight
-    if not by_weight and isinstance(getattr(spec, "load", None), ClosedLoad):
+    if by_weight:  # every user is the command line's: none held for a trace's dispatcher
+        attrs["fixed_count"] = 0
+    elif isinstance(getattr(spec, "load", None), ClosedLoad):
         attrs["fixed_count"] = spec.load.users
     return type(name, (template,), attrs)
 

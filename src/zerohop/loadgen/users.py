@@ -8,6 +8,7 @@ users only hold the slot and idle.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from typing import Any, ClassVar
@@ -22,6 +23,7 @@ from zerohop.core import records as rec
 from zerohop.core.records import RequestRecord
 from zerohop.loadgen.run_limits import request_budget
 from zerohop.loadgen.runtime import runtime_of
+from zerohop.loadgen.saturation_feed import live_feed
 from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
 from zerohop.workloads.kind_registry import workload_kind, workload_kinds
 
@@ -101,13 +103,20 @@ def new_policy_executor(environment: Any, client: LLMClient, binding: WorkloadBi
     attempt is measured by `client`, kept (a cancelled one too) and reported to Locust;
     the retry budget is the policy's in-flight retry cap for that user."""
     rt = runtime_of(environment)
+    feed = live_feed(environment)
 
     def attempt(one: RequestSpec) -> RequestRecord:
         request_id = client.new_request_id()
         sent_ns = time.perf_counter_ns()
         rt.in_flight += 1
+        key = feed.started(one.scheduled_perf_ns or sent_ns) if feed is not None else -1
+        ok = False
         try:
-            return client.execute(one, request_id=request_id)
+            record = client.execute(one, request_id=request_id, on_first_content=None
+                                    if feed is None else functools.partial(
+                                        feed.first_content, key))
+            ok = record.outcome == rec.OK
+            return record
         except (GreenletExit, KeyboardInterrupt, SystemExit):
             # killed at the end of the run (or interrupted): the record is kept
             rt.counters.cancelled += 1
@@ -116,6 +125,8 @@ def new_policy_executor(environment: Any, client: LLMClient, binding: WorkloadBi
             raise
         finally:
             rt.in_flight -= 1
+            if feed is not None:
+                feed.ended(key, ok)
 
     def emit(record: RequestRecord) -> None:
         rt.emit(record)

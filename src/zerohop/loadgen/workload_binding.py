@@ -108,7 +108,7 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     from zerohop.workloads.planners import make_workload_planner
     from zerohop.workloads.worker_load import worker_setup
 
-    spec = _with_rate_override(environment, user_class, fitted_spec(
+    spec = _with_load_override(environment, user_class, fitted_spec(
         environment, user_class, spec_for(environment, user_class)))
     api = spec.api or opt.option(environment, "zh_api")
     model = spec.model or opt.option(environment, "zh_model") or first_model(environment.host)
@@ -148,32 +148,56 @@ def spec_for(environment: Any, user_class: type) -> Any:
                             user_class.default_workload_file)  # type: ignore[attr-defined]
 
 
-def _with_rate_override(environment: Any, user_class: type, spec: Any) -> Any:
-    """`--rate R`: R is the run's total offered rate, split by weight over every workload
-    it runs (a derived spec; the validated one is not changed). Each becomes open-loop
-    Poisson at its share, but a trace replay, which keeps its trace's arrivals (their
-    bursts and lulls) with its clock scaled so that its mean rate is its share."""
+def _with_load_override(environment: Any, user_class: type, spec: Any) -> Any:
+    """The command line's load replaces the files' (a derived spec; the validated one is
+    not changed). `--rate R`: R is the run's total offered rate, split by weight over
+    every workload it runs; each becomes open-loop Poisson at its share, but a trace
+    replay, which keeps its trace's arrivals (their bursts and lulls) with its clock
+    scaled so that its mean rate is its share. `--users N` (and a layer comparison's one
+    user): closed loop, N users by weight, so an open-loop or trace workload is sent by
+    its users, one request after another, not by its file's clock."""
+    from zerohop.loadgen.selection import users_by_weight
+    from zerohop.workloads.load_spec import ClosedLoad, OpenLoad
+
     rate = float(opt.option(environment, "zh_rate_override") or 0.0)
     if rate <= 0:
+        if users_by_weight(environment) and getattr(spec.load, "kind", "closed") != "closed":
+            return spec.model_copy(update={"load": ClosedLoad(kind="closed")})
         return spec
-    from zerohop.workloads.load_spec import OpenLoad
-
     weights = [getattr(c, "weight", 1) for c in environment.user_classes
                if getattr(c, "workload_kind", "")]
     share = rate * getattr(user_class, "weight", 1) / max(sum(weights), 1)
     if spec.kind == "trace_replay":
-        return _trace_at_rate(spec, share)
+        return _trace_at_rate(spec, share, _load_horizon_s(environment, rate))
     return spec.model_copy(update={"load": OpenLoad(kind="open", rate_rps=share)})
 
 
-def _trace_at_rate(spec: Any, rate_rps: float) -> Any:
-    """A trace replay whose speed makes its window's mean rate `rate_rps`; one without
-    arrival times (a ShareGPT file) keeps its own pace, as the docs say."""
+def _load_horizon_s(environment: Any, rate: float) -> float | None:
+    """How long the load runs at `rate`: `--requests N` is N ÷ rate seconds of
+    arrivals; else Locust's run time less the probe's idle phase; None when unknown."""
+    requests = int(opt.option(environment, "zh_request_count") or 0)
+    if requests > 0:
+        return requests / rate
+    run_time = getattr(getattr(environment, "parsed_options", None), "run_time", None)
+    if not isinstance(run_time, int | float) or run_time <= 0:
+        return None
+    idle = float(opt.option(environment, "zh_probe_idle") or 0.0) \
+        if float(opt.option(environment, "zh_probe_rate") or 0.0) > 0 else 0.0
+    return max(float(run_time) - idle, 1.0)
+
+
+def _trace_at_rate(spec: Any, rate_rps: float, horizon_s: float | None) -> Any:
+    """A trace replay whose speed makes its mean rate `rate_rps` over the part of it
+    the run plays (its window, or the run's horizon where that is shorter: a trace's
+    first seconds are not its mean); one without arrival times (a ShareGPT file) keeps
+    its own pace, as the docs say."""
     from zerohop.workloads.traces import read_trace, speed_for_rate
 
+    spans = [s for s in (spec.duration_s, horizon_s) if s is not None]
     try:
         speed = speed_for_rate(read_trace(spec.trace, spec.resolved_format), rate_rps,
-                               start_offset_s=spec.start_offset_s, duration_s=spec.duration_s)
+                               start_offset_s=spec.start_offset_s,
+                               duration_s=min(spans) if spans else None)
     except ValueError:
         return spec
     return spec.model_copy(update={"speed": speed})

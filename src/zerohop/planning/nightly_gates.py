@@ -19,6 +19,7 @@ import numpy as np
 from zerohop.analysis.quantiles import Distribution
 from zerohop.analysis.run_summary import summarise_run
 from zerohop.core.layout import MICROBENCH_FILE
+from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.planning.noise_band import sample_figures_of, spread, within_noise
 
 Status = Literal["baseline", "pass", "regression", "improved"]
@@ -151,7 +152,11 @@ def sample_figures(dirs: Sequence[Path], metrics: Sequence[str]) -> dict[str, An
 
 
 def _figure(dist: Distribution | None, stat: str) -> float | None:
-    return dist.get(stat) if dist is not None and dist.n else None
+    """A percentile for the history, None where its sample is smaller than it needs
+    (`core.metrics.needed_n`, as the report, the console and the gates judge)."""
+    if dist is None or dist.n < needed_n(percentile_fraction(stat)):
+        return None
+    return dist.get(stat)
 
 
 def microbench_medians(dirs: Sequence[Path]) -> dict[str, dict[str, Any]]:

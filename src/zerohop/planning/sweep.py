@@ -29,6 +29,12 @@ from zerohop.core.atomic_file import write_text_atomically
 from zerohop.core.redaction import known_secrets, redact
 from zerohop.planning.layer_process import LayerProcessWatch
 from zerohop.planning.sweep_page import write_sweep_page
+from zerohop.planning.sweep_stop import (
+    EarlyStop,
+    early_stop,
+    point_saturation,
+    verdict_reason,
+)
 from zerohop.runner.compare_layer import (
     LayerSetup,
     arms_summary,
@@ -255,6 +261,7 @@ class SweepResult:
     points: list[PointSummary]
     saturation: dict[str, Any]
     layer_knee: dict[str, Any] | None = None
+    early_stop: EarlyStop | None = None  # --stop-when-saturated ended an explicit list
 
 
 def run_sweep(plan: SweepPlan, runner: Runner | None = None) -> SweepResult:
@@ -268,13 +275,13 @@ def run_sweep(plan: SweepPlan, runner: Runner | None = None) -> SweepResult:
     try:
         if plan.layers is not None:
             plan = dataclasses.replace(plan, base=_layer_base(plan, processes))
-        points = _run_points(plan, runner, sweep_dir)
+        points, stop = _run_points(plan, runner, sweep_dir)
     finally:
         for process in reversed(processes):
             process.stop()
     write_index(sweep_dir, plan, points, finished=True)
     knee = layer_knee_of(points) if plan.layers is not None else None
-    return SweepResult(sweep_dir, points, saturation_summary(points), knee)
+    return SweepResult(sweep_dir, points, saturation_summary(points), knee, stop)
 
 
 def _layer_base(plan: SweepPlan, processes: list[Any]) -> RunPlan:
@@ -286,7 +293,8 @@ def _layer_base(plan: SweepPlan, processes: list[Any]) -> RunPlan:
     return dataclasses.replace(plan.base, host=direct, arm_hosts={"direct": direct, **arms})
 
 
-def _run_points(plan: SweepPlan, runner: Runner, sweep_dir: Path) -> list[PointSummary]:
+def _run_points(plan: SweepPlan, runner: Runner, sweep_dir: Path
+                ) -> tuple[list[PointSummary], EarlyStop | None]:
     points: list[PointSummary] = []
     queue: list[float] = sorted(plan.loads) if plan.loads else []
     while len(points) < plan.max_points:
@@ -308,7 +316,9 @@ def _run_points(plan: SweepPlan, runner: Runner, sweep_dir: Path) -> list[PointS
         point = summarise_point(result.run_dir, sweep_dir, load, plan.mode, phase, arm)
         if plan.layers is not None:
             point = dataclasses.replace(point, layer=layer_point(result.run_dir, watch))
-        reason = judge_saturation(point, points, plan.rule)
+        block = point_saturation(result.run_dir) if plan.base.stop_when_saturated else None
+        # the live verdict first: a stopped point's cancelled requests read as errors
+        reason = verdict_reason(block) or judge_saturation(point, points, plan.rule)
         point = dataclasses.replace(point, saturated=reason is not None, reason=reason)
         points.append(point)
         if plan.search is not None:
@@ -319,7 +329,11 @@ def _run_points(plan: SweepPlan, runner: Runner, sweep_dir: Path) -> list[PointS
         if point.layer is not None:
             _echo_layer_point(point.layer)
         write_index(sweep_dir, plan, points)
-    return points
+        if plan.loads and block is not None and reason is not None:
+            stop = early_stop(load, block, list(queue), plan.base.duration_s)
+            click.echo(stop.line(plan.mode))
+            return points, stop
+    return points, None
 
 
 def layer_point(run_dir: Path, watch: LayerProcessWatch) -> dict[str, Any]:

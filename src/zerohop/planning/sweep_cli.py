@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from zerohop.client.answer_tokens import answer_api_refusal
 from zerohop.core.apis import DEFAULT_API, api_names
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
 from zerohop.planning.layer_process import parse_layer_pids
@@ -50,7 +51,8 @@ from zerohop.runner.setting_options import setting_options
 @click.option("--sim-args", default="", help="Embedded target options, e.g. '--time-scale 4'.")
 @click.option("--report/--no-report", default=False, show_default=True,
               help="Build each point's report.html.")
-@setting_options(("compare_layer", "layer_urls", "control"))
+@setting_options(("compare_layer", "layer_urls", "control", "stop_when_saturated",
+                  "answer_probe"))
 @click.option("--layer-pid", "layer_pids", multiple=True, metavar="NAME=PID",
               help="With --compare-layer: the process behind the --layer-url arm NAME; its "
                    "CPU and RSS are sampled over each point's load window (repeatable).")
@@ -107,6 +109,9 @@ def plan_from_flags(kw: dict[str, Any]) -> SweepPlan:
                 if not ok:
                     raise ValueError(f"{flag} must be {need}")
             search = AutoSearch(mode, kw["start"], kw["factor"], kw["max_load"], kw["dense"])
+        refusal = answer_api_refusal(kw["api"]) if kw.get("answer_probe") else None
+        if refusal is not None:
+            raise ValueError(refusal)
     except ValueError as exc:
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
     layers, layer_pids = _layer_flags(kw)
@@ -116,6 +121,8 @@ def plan_from_flags(kw: dict[str, Any]) -> SweepPlan:
         telemetry=kw["telemetry"], slo={}, name=kw["name"], workers=0,
         results_dir=kw["results_dir"], seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]),
         model=kw["model"], report=kw["report"], microbench="off",
+        stop_when_saturated=bool(kw.get("stop_when_saturated")),
+        answer_probe=bool(kw.get("answer_probe")),  # each point asks its prompts anew
     )
     return SweepPlan(base=base, mode=mode, loads=loads, search=search,
                      max_points=kw["max_points"], layers=layers, layer_pids=layer_pids)

@@ -1,7 +1,7 @@
-"""The HTML report, the run analysis behind it, and run comparison.
+"""The HTML report and run comparison: pages laid out from what `zerohop.analysis`
+computed (the analysis itself, pure functions over DataFrames, lives there).
 
-`build_report(run_dir)` and `build_comparison(run_dirs, out)` are the entry points;
-the analysis modules are pure functions over DataFrames.
+`build_report(run_dir)` and `build_comparison(run_dirs, out)` are the entry points.
 They are imported on first use, so `zerohop --help` does not pay for pandas/scipy.
 """
 

@@ -14,18 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.counters import window_quantiles, window_rates
 from zerohop.analysis.run_analysis import TimeSeriesData
 from zerohop.core.metrics import needed_n
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.legend import brief_names
-from zerohop.report.telemetry_transforms import (
-    bucket_quantiles,
-    counter_rate,
-    family_of,
-    label_sort_key,
-    natural_key,
-)
+from zerohop.report.telemetry_transforms import family_of, label_sort_key, natural_key
 
 MODELLED_NOTE = "modelled by the embedded target, not measured"
 QUANTILES = (0.5, 0.99)
@@ -176,7 +171,7 @@ def _counter_chart(name: str, members: list[RawLane], data: TimeSeriesData, wind
                    x: np.ndarray, x_range: tuple[float, float], modelled: bool) -> Chart | None:
     counted = [m for m in _sorted(members) if family_of(m.metric).role != "sum"]
     counted = [m for m in counted if m.key in data.lanes.columns]
-    rates = [counter_rate(data.lanes[m.key].to_numpy(dtype=float), window_s) for m in counted]
+    rates = [window_rates(data.lanes[m.key].to_numpy(dtype=float), window_s) for m in counted]
     keep = [(m, r) for m, r in zip(counted, rates, strict=True) if np.isfinite(r).any()]
     if not keep:
         return None
@@ -206,7 +201,7 @@ def _histogram_chart(name: str, members: list[RawLane], data: TimeSeriesData, x:
         buckets.sort()
         finest = min(finest, buckets[0][0])
         cumulative = np.vstack([data.lanes[key].to_numpy(dtype=float) for _, key in buckets])
-        result = bucket_quantiles([b for b, _ in buckets], cumulative, QUANTILES)
+        result = window_quantiles([b for b, _ in buckets], cumulative, QUANTILES)
         observations += float(np.nansum(result.n))
         prefix = " ".join(v for _, v in rest) + " " if several else ""
         for q in QUANTILES:

@@ -80,6 +80,12 @@ def verdict_line(comparison: Comparison) -> str:
         for r in focus.rates
         if r.verdict in ("worse", "better")
     ]
+    # the badge is the worst figure of any workload: the line names it where it is not
+    # the focus row's, so the badge and its own line never disagree
+    overall, because = headline_verdict(comparison)
+    elsewhere = [f for f in because if not f.startswith(f"{focus.workload} ")]
+    if elsewhere:
+        parts.append(f"{overall}: " + ", ".join(elsewhere))
     return f"{focus.workload}: " + " · ".join(parts)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from zerohop.analysis.load_shape import WorkloadLoad
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.analysis.summary import WorkloadSummary
+from zerohop.analysis.summary import QUEUE_WAIT, WorkloadSummary
 from zerohop.core.metrics import REQUEST_LATENCIES, needed_n, percentile_fraction, title
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, add_chart
@@ -80,13 +80,31 @@ def offered_check(total: WorkloadSummary, cap: int | None = None) -> dict[str, A
     held = total.offered_rps - total.req_per_s
     if cap is not None:
         why = (f"the --max-concurrency {cap} cap held back {held:.2f} req/s of the "
-               f"{total.offered_rps:.2f} offered: arrivals waited for a slot (see TTFT "
-               "from the schedule and the queue wait)")
+               f"{total.offered_rps:.2f} offered: arrivals waited for a slot"
+               + "".join(f"; {row['label']} {row['value']}" for row in waits(total)))
     else:
         why = (f"the target did not keep up: it completed {total.req_per_s:.2f} of the "
                f"{total.offered_rps:.2f} req/s offered ({share:.0%}); latencies past this "
                "point grow with the run's length")
     return {"status": "warn", "text": f"{text}: {why.split(':')[0]}", "warning": why}
+
+
+def waits(total: WorkloadSummary) -> list[dict[str, str]]:
+    """When arrivals waited for a `--max-concurrency` slot: what a user of the service
+    waited (TTFT and E2E from the schedule) and the queue wait itself, as headline rows;
+    TTFT from the send leaves the wait out. Empty when nothing waited."""
+    wait = total.figures.get(QUEUE_WAIT)
+    if wait is None or wait.n == 0 or not wait.max > 0:
+        return []
+    rows = []
+    for label, dist in (("TTFT from the schedule", total.latency.get("ttft_from_schedule_ms")),
+                        ("queue wait for a slot", wait),
+                        ("E2E from the schedule", total.latency.get("e2e_from_schedule_ms"))):
+        if dist is not None and dist.n > 0:
+            rows.append({"label": f"{label} p50 / p99",
+                         "value": f"{percentile_text(dist, 'p50')} / "
+                         f"{percentile_text(dist, 'p99')} ms (n = {fmt.count(dist.n)})"})
+    return rows
 
 
 def verdict(analysis: RunAnalysis) -> dict[str, Any]:
@@ -113,8 +131,16 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
             }
         )
     items += load_checks(analysis.manifest)
-    offered = offered_check(analysis.total, concurrency_cap(analysis.manifest))
-    if offered is not None:
+    silent = silent_text(analysis.manifest, analysis.silent)
+    if silent is not None:
+        items.append({"status": "warn", "text": silent})
+    cap = concurrency_cap(analysis.manifest)
+    offered = offered_check(analysis.total, cap)
+    if offered is not None and offered["status"] == "warn" and cap is not None:
+        # the wait for a slot is what a user of the service saw: it leads the verdict
+        items.insert(0, {"status": "warn", "text": offered["text"].split(":")[0] + ": "
+                         + offered["warning"]})
+    elif offered is not None:
         items.append({"status": offered["status"], "text": offered["text"]})
     certificate = certificate_check(analysis.manifest)
     if certificate is not None:
@@ -152,6 +178,22 @@ def verdict(analysis: RunAnalysis) -> dict[str, Any]:
     rank = {"fail": 3, "warn": 2, "ok": 1, "none": 0}
     worst = max((i["status"] for i in items), key=lambda s: rank[s])
     return {"overall": "ok" if worst == "none" else worst, "checks": items}
+
+
+def silent_text(manifest: dict[str, Any], silent: list[str]) -> str | None:
+    """The workloads that sent nothing, said as such (their SLOs are not judged), with
+    why where the command line's users were spread by weight (`--users N`, a layer
+    comparison's one user): Locust gives a workload none when N is short of the weights."""
+    if not silent:
+        return None
+    load = manifest.get("load") or {}
+    by_weight = str((manifest.get("config") or {}).get("users_from_files")) == "False"
+    count = len((manifest.get("workload_selection") or {}).get("names") or [])
+    users = load.get("users")
+    why = (f": Locust spread {users} user{'s' if users != 1 else ''} over {count} workloads "
+           "by weight and left these none (more --users, or --only NAME, runs them)"
+           if load.get("mode") == "closed" and by_weight and isinstance(users, int) else "")
+    return f"sent nothing, not judged: {', '.join(silent)}{why}"
 
 
 def load_checks(manifest: dict[str, Any]) -> list[dict[str, str]]:
@@ -222,8 +264,9 @@ def slo_source(analysis: RunAnalysis) -> str:
 
 def headline_figures(analysis: RunAnalysis) -> list[dict[str, str]]:
     """The run-wide figures a reader checks first, as (label, value) rows: volume,
-    errors, throughput, goodput, and p50 / p99 of each latency (ITL between reads when
-    some tokens came in one read)."""
+    errors, throughput, goodput, the wait for a `--max-concurrency` slot where arrivals
+    waited, and p50 / p99 of each latency (ITL between reads when some tokens came in
+    one read)."""
     total = analysis.total
     rows = [
         {"label": "requests", "value": f"{fmt.count(total.ok)} ok of {fmt.count(total.requests)}"},
@@ -247,6 +290,7 @@ def headline_figures(analysis: RunAnalysis) -> list[dict[str, str]]:
             "value": f"{fmt.pct(share.valid_share * 100.0)} valid, "
             f"{fmt.pct(share.parsed_share * 100.0)} parse, of {fmt.count(share.answers)} answers",
         })
+    rows += waits(total)  # arrivals that waited for a slot: the wait leads
     delivery = next((r for r in analysis.reads if r.workload == total.workload), None)
     for metric in REQUEST_LATENCIES:
         dist, label = total.latency.get(metric), title(metric)

@@ -130,6 +130,13 @@ def report_command(
     is_flag=True,
     help="Exit 1 when any metric of any workload is worse (for CI).",
 )
+@click.option(
+    "--max-answers-changed",
+    type=float,
+    default=None,
+    help="Exit 1 when more than this share (0-1) of a candidate's answer-probe answers "
+    "changed under load (runs made with --answer-probe).",
+)
 def compare_command(
     results_dirs: tuple[Path, ...],
     output: Path | None,
@@ -138,6 +145,7 @@ def compare_command(
     n_boot: int,
     seed: int,
     fail_on_worse: bool,
+    max_answers_changed: float | None,
 ) -> None:
     """Compare runs: the first folder is the baseline, each other one a candidate."""
     from zerohop.report.build import compare_dirs, write_comparison
@@ -158,7 +166,14 @@ def compare_command(
             click.echo(f"  {logical}")
     click.echo(f"comparison written: {path}")
     worse = any(v in ("worse", "mixed") for c in comparisons for v in c.verdicts.values())
-    if fail_on_worse and worse:
+    changed = False
+    if max_answers_changed is not None:
+        from zerohop.report.answers_gate import answers_gate
+
+        lines, changed = _or_exit(lambda: answers_gate(results_dirs[1:], max_answers_changed))
+        for line in lines:
+            click.echo(line)
+    if (fail_on_worse and worse) or changed:
         sys.exit(EXIT_REGRESSION)
 
 

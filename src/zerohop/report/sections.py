@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 
+from zerohop.analysis.answers import answers_of_run
 from zerohop.analysis.run_analysis import (
     RunAnalysis,
     SectionAnalysis,
@@ -29,12 +30,14 @@ from zerohop.analysis.run_analysis import (
 from zerohop.analysis.token_counts import TokenCounts
 from zerohop.report.charts import Chart
 from zerohop.report.present_adapters import adapter_rows
+from zerohop.report.present_answers import answers_section
 from zerohop.report.present_budget import budget_section
 from zerohop.report.present_energy import energy_section
 from zerohop.report.present_microbench import microbench_section
 from zerohop.report.present_pd_split import pd_split_section
 from zerohop.report.present_policy import policy_section
 from zerohop.report.present_probe import probe_section
+from zerohop.report.present_saturation import saturation_section
 from zerohop.report.present_sessions import session_section
 from zerohop.report.present_spec_decode import spec_decode_section
 from zerohop.report.present_token_counts import token_count_section
@@ -138,6 +141,9 @@ register_section(ReportSection(
     name="budget", place="headline", order=10, template="_time_budget.html.j2",
     present=lambda budget, _, __: budget_section(budget)))
 register_section(ReportSection(
+    name="saturation", place="headline", order=5, template="_saturation.html.j2",
+    present=lambda figures, _, __: saturation_section(figures)))
+register_section(ReportSection(
     name="pd_split", place="headline", order=11, template="_pd_split.html.j2",
     present=lambda split, _, __: pd_split_section(split)))
 register_section(ReportSection(
@@ -166,6 +172,11 @@ register_section(ReportSection(
     name="probe", place="body", order=55, template="_probe.html.j2",
     present=lambda figures, _, charts: probe_section(figures, charts), anchor="probe",
     nav="Interference probe"))
+register_section(ReportSection(
+    name="answers", place="body", order=56, template="_answers.html.j2",
+    analyse=lambda run, _: answers_of_run(run.answers, run.manifest),
+    present=lambda figures, _, __: answers_section(figures), anchor="answers",
+    nav="Answers under load"))
 register_section(ReportSection(
     name="microbench", place="closing", order=10, template="_microbench.html.j2",
     present=lambda summary, _, charts: microbench_section(summary, charts),

@@ -268,9 +268,13 @@ def _echo_cost(arm: str, cost: dict[str, Any]) -> None:
     for metric, stats in cost["layer_cost_ms"].items():
         cells = []
         for stat in SHOWN_STATS:
-            if stat in stats:
-                low, high = cost["ci95_ms"][metric][stat]
-                cells.append(f"{stat} {stats[stat]:+.2f} [{low:+.2f}, {high:+.2f}]")
+            if stat not in stats:
+                continue
+            if stats[stat] is None or math.isnan(stats[stat]):  # fewer than it needs
+                cells.append(f"{stat} -")
+                continue
+            low, high = cost["ci95_ms"][metric][stat]
+            cells.append(f"{stat} {stats[stat]:+.2f} [{low:+.2f}, {high:+.2f}]")
         click.echo(f"    {metric:<8} " + "   ".join(cells))
 
 

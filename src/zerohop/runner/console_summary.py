@@ -11,12 +11,20 @@ from typing import Any
 import click
 
 from zerohop.analysis.energy import EnergySummary
+from zerohop.analysis.results_table import ResultsTable
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.summary import ITEMS, PER_USER_OUTPUT_RATE
 from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.report import formatting as fmt
-from zerohop.report.present_headline import concurrency_cap, load_checks, offered_check
+from zerohop.report.present_answers import console_line as answers_line
+from zerohop.report.present_headline import (
+    concurrency_cap,
+    load_checks,
+    offered_check,
+    silent_text,
+)
 from zerohop.report.present_probe import console_line
+from zerohop.runner.results_block import results_block_lines
 
 
 def slo_verdict(analysis: RunAnalysis) -> dict[str, Any]:
@@ -34,7 +42,10 @@ def slo_verdict(analysis: RunAnalysis) -> dict[str, Any]:
             "results": results}
 
 
-def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
+def print_summary(analysis: RunAnalysis, verdict: dict[str, Any],
+                  results: ResultsTable | None = None) -> None:
+    """The workloads' rows, then the results block (`results`, as `vllm bench serve`
+    lays it out), then what was offered, energy, warnings and the SLO lines."""
     head = (f"{'workload':<26}{'reqs':>7}{'err%':>7}{'req/s':>8}{'out tok/s':>11}"
             f"{'tok/s/user':>11}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}"
             f"{'E2E p99':>10}")
@@ -69,6 +80,11 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
     if any(s.latency.get("ttft_ms") is not None
            and 0 < s.latency["ttft_ms"].n < needed_n(0.99) for s in streamed):
         click.echo("(-: fewer requests than the percentile needs: p99 needs 100)")
+    for line in results_block_lines(results) if results is not None else []:
+        click.echo(line)
+    silent = silent_text(analysis.manifest, analysis.silent)
+    if silent is not None:
+        click.echo(silent)
     offered = offered_check(analysis.total, concurrency_cap(analysis.manifest))
     if offered is not None:
         click.echo(offered["text"])
@@ -80,6 +96,9 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any]) -> None:
     probe = console_line(analysis.sections.get("probe"))
     if probe is not None:
         click.echo(probe)
+    answers = answers_line(analysis.sections.get("answers"))
+    if answers is not None:
+        click.echo(answers)
     for line in warnings(analysis):
         click.echo(f"zerohop: warning: {line}", err=True)
     for r in verdict["results"]:

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -50,12 +51,21 @@ def locust_command(plan: RunPlan, host: str, run_dir: Path) -> list[str]:
     ]
     if not plan.users_from_files:  # master and workers alike: -u goes by weight
         cmd += ["--users-by-weight"]
-    if plan.workers:
-        cmd += ["--processes", str(plan.workers)]
+    if plan.workers:  # its own master port: two runs at once must not both take 5557
+        port = str(_free_port())
+        cmd += ["--processes", str(plan.workers), "--master-bind-port", port,
+                "--master-port", port]
     if plan.arm_hosts:
         cmd += ["--arm-hosts", format_arm_hosts(plan.arm_hosts)]
     cmd += plan.classes
     return cmd
+
+
+def _free_port() -> int:
+    """A TCP port free on this host now (the kernel's pick), for Locust's master."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("", 0))
+        return int(sock.getsockname()[1])
 
 
 def _probe_idle(plan: RunPlan) -> float:
@@ -67,6 +77,7 @@ def _probe_idle(plan: RunPlan) -> float:
 def run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
     from zerohop.loadgen.selection import announce_selection
     from zerohop.runner.progress import follow_progress
+    from zerohop.runner.saturation_watch import note_saturation_stop
 
     hidden = write_plan(plan, run_dir)
     cmd = locust_command(plan, host, run_dir)
@@ -79,10 +90,14 @@ def run_locust(plan: RunPlan, host: str, run_dir: Path) -> int:
                                 start_new_session=True)
         with _forwarding_stop_signals(proc) as received:
             announce_selection(proc.poll, run_dir)
-            follow_progress(proc, run_dir, plan.duration_s + _probe_idle(plan), plan.requests)
+            saturated = follow_progress(proc, run_dir, plan.duration_s + _probe_idle(plan),
+                                        plan.requests,
+                                        stop_when_saturated=plan.stop_when_saturated)
             proc.wait()
     relay_warnings(log_path)
     code = proc.returncode
+    if saturated is not None and not received:
+        note_saturation_stop(run_dir, saturated)
     if received:
         manifest = results.read_manifest(run_dir)
         # Locust notes when the load stopped; where it could not, the signal's arrival

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zerohop.core.percentile_choice import DEFAULT_PERCENTILES_TEXT
 from zerohop.loadgen.run_settings import CLASS_NAMES as CLASS_NAMES  # the planners' choices
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.kind_registry import workload_kind, workload_kinds
@@ -50,6 +51,11 @@ class RunPlan:
     probe_prompt_tokens: int = 16
     probe_output_tokens: int = 4
     probe_idle_s: float = 0.0
+    answer_probe: bool = False  # the answer probe (`loadgen/answer_probe.py`)
+    # the results block's percentiles (`--percentiles`, validated): the manifest's
+    # `config.percentiles` carries them to whatever analyses the run
+    percentiles: str = DEFAULT_PERCENTILES_TEXT
+    stop_when_saturated: bool = False  # end the load on the live saturation verdict
 
 
 def manifest_config(plan: RunPlan) -> dict[str, str | None]:

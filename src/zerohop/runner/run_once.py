@@ -3,7 +3,7 @@ the summary, the report and the exit code (see `zerohop.core.exit_codes`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ def run_once(plan: RunPlan, *, kind: str | None = None, announce: bool = True,
     finally:
         if sim is not None:
             sim.stop()
-    return _finish(plan, run_dir, locust_code)
+    return _finish(plan, run_dir, locust_code, results_block=announce)
 
 
 def _arms_entry(plan: RunPlan) -> dict[str, Any]:
@@ -101,7 +101,9 @@ def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
     run_microbench(run_dir / MICROBENCH_FILE, quick=True)
 
 
-def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
+def _finish(plan: RunPlan, run_dir: Path, locust_code: int, *, results_block: bool = True
+            ) -> RunResult:
+    from zerohop.analysis.results_table import run_results_table
     from zerohop.analysis.run_analysis import analyse_run
     from zerohop.analysis.run_data import ReportInputError
     from zerohop.analysis.summary_document import parts_of_analysis
@@ -116,14 +118,16 @@ def _finish(plan: RunPlan, run_dir: Path, locust_code: int) -> RunResult:
         return _nothing_recorded(run_dir, locust_code, exc)
     analysis = analyse_run(run)  # the only one: console, report and summary.json share it
     verdict = slo_verdict(analysis)
-    print_summary(analysis, verdict)
+    table = run_results_table(run, analysis.total, analysis.slo_results)
+    # a sweep's or a nightly's point prints its table, not a block per point
+    print_summary(analysis, verdict, table if results_block else None)
     report_path = write_report(analysis, run_dir / REPORT_FILE) if plan.report else None
     manifest = results.read_manifest(run_dir)
     results.update_manifest(run_dir, slo_verdict=verdict)
     if manifest.get("status") == "running":
         results.finish_manifest(run_dir, status="completed", end_reason="finished")
     run.manifest = results.read_manifest(run_dir)  # as it ended
-    write_summary(run_dir, run, parts_of_analysis(analysis, run))
+    write_summary(run_dir, run, replace(parts_of_analysis(analysis, run), results=table))
     if report_path is not None:
         click.echo(f"report: {report_path}")
     if locust_code >= EXIT_INTERRUPTED_BASE:  # 130 SIGINT, 143 SIGTERM

@@ -1,4 +1,7 @@
-"""Wire formats of the three APIs, as bytes, exactly as vLLM and Anthropic send them.
+"""Wire formats of OpenAI chat, OpenAI completions and Anthropic messages, as bytes,
+exactly as vLLM and Anthropic send them; also every API's error body and /v1/models.
+OpenAI Responses' stream is `responses_shape.py`; an API registered at run time brings
+its own (`ApiEntry.embedded_shape`).
 
 Per request a `WireShape` pre-encodes everything that does not change between tokens
 (ids, model name, JSON scaffolding), so emitting a token is two byte concatenations —

@@ -28,6 +28,7 @@ from zerohop.sim.config import SimConfig
 from zerohop.sim.engine import Engine
 from zerohop.sim.engine_stats import engine_stats
 from zerohop.sim.faults import FAULT_HEADER, FaultPlan, FaultSpec, parse_fault_header
+from zerohop.sim.greedy_answer import greedy_answer
 from zerohop.sim.ground_truth import GroundTruthLog
 from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
@@ -267,19 +268,23 @@ class SimApp:
             engine.stats.rejected_total += 1
             return
         ignore = ignore_eos or engine.engine_config.ignore_eos_default
-        offset = word_offset(request_id)
+        greedy = greedy_answer(api, body)  # seeded temperature 0: words from the prompt
+        offset = greedy.offset if greedy is not None else word_offset(request_id)
         answer = draw_answer_plan(api, body, reasoning=self.config.reasoning,
                                   tool_calls=self.config.tool_calls, seed=self.config.seed,
                                   request_id=request_id, word_offset=offset,
                                   structured=self.config.structured_output)
         drawn = draw_output_tokens(
             max_tokens=max_tokens, ignore_eos=ignore, min_tokens=min_tokens,
-            seed=self.config.seed, request_id=request_id,
+            seed=self.config.seed, request_id=greedy.key if greedy is not None else request_id,
             eos_median_tokens=engine.engine_config.eos_median_tokens,
             eos_sigma=engine.engine_config.eos_sigma,
         )
         target = answer.output_tokens(drawn, max_tokens=max_tokens, ignore_eos=ignore,
                                       min_tokens=min_tokens)
+        if greedy is not None and (engine.running or engine.waiting):  # batched: may diverge
+            greedy = greedy.diverged(target, share=self.config.answer_divergence,
+                                     sim_seed=self.config.seed)
         hashes = request_block_hashes(engine.prefix_cache, api, body, prompt_tokens, adapter)
         cached = (peek_cached_tokens(engine.prefix_cache, hashes, prompt_tokens)
                   if api == "messages" else None)
@@ -296,6 +301,7 @@ class SimApp:
             model_name=model_name,
             adapter=adapter,
             word_offset=offset,
+            greedy=greedy,
             fault=fault,
             ground_truth=self.ground_truth,
             emission_lag=self.emission_lag,

@@ -24,12 +24,16 @@ class BufferedResponse(ResponseBase):
         if not finished:
             return
         reason = seq.finish_reason or "length"
-        text = generated_text(self.offset, seq.num_output)
+        greedy = self.ctx.greedy
+        text = (generated_text(self.offset, seq.num_output) if greedy is None
+                else greedy.text(seq.num_output))
         name = self.fault_name
         if name == "oversized_chunk" and self.ctx.fault is not None:
             text += " " + "x" * self.ctx.fault.integer("bytes")
         body = self.shape.final_body(text, seq.prompt_tokens, seq.num_output, reason,
                                      seq.num_cached)
+        if greedy is not None:
+            body = greedy.with_logprobs(body, seq.num_output)
         if name == "stream_error" and self.ctx.fault is not None:
             kind = self.ctx.fault.text("type")
             body = error_body(self.shape.api, 500, self.ctx.fault.text("message"), kind)

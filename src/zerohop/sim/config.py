@@ -222,6 +222,9 @@ class SimConfig(StrictModel):
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     tool_calls: ToolCallConfig = Field(default_factory=ToolCallConfig)
     structured_output: StructuredOutputConfig = Field(default_factory=StructuredOutputConfig)
+    answer_divergence: float = Field(
+        default=0.0, ge=0, le=1, description="Share of seeded temperature-0 answers decoded "
+        "beside other sequences that change one token (modelled: sim/greedy_answer.py)")
     pd: PdConfig = Field(default_factory=PdConfig)
     ground_truth: Path | None = None
     ground_truth_token_lags: bool = Field(

@@ -12,7 +12,9 @@ arrival_ts (request bytes fully read), first_token_ts / last_token_ts (bytes han
 the socket), scheduled_first_token_ts (the engine's modelled time of token 1),
 prompt_tokens, completion_tokens, outcome (the zerohop outcome taxonomy, as a correct
 client should classify it), http_status, error_type, finish_reason, fault,
-server_ttft_ms (first_token_ts - arrival_ts), server_e2e_ms, queue_ms, preemptions,
+server_ttft_ms (first_token_ts - arrival_ts), server_e2e_ms, queue_ms, prefill_time_ms
+and decode_time_ms (the engine's phases as vLLM's histograms observe them: first
+scheduled → token 1 → last token; the time budget's truth), preemptions,
 max_emission_lag_ms, emit_lag_ms ({mean, p50, p99, max} or, with token lags enabled,
 the list of every token's lag), token_ts (with token lags enabled: every token's write
 time, for checking a client's inter-token latencies token by token). A prefill/decode

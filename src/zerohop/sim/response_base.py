@@ -15,6 +15,7 @@ from typing import Any
 from zerohop.sim.api_shapes import WireShape
 from zerohop.sim.engine import Engine
 from zerohop.sim.faults import FaultSpec
+from zerohop.sim.greedy_answer import GreedyAnswer
 from zerohop.sim.ground_truth import GroundTruthLog
 from zerohop.sim.histograms import LagRecorder
 from zerohop.sim.http_server import HttpConnection, HttpRequest
@@ -44,6 +45,7 @@ class ResponseContext:
     extra_headers: list[tuple[bytes, bytes]]
     prefill_leg: PrefillLeg | None = None  # PD prefill: answer with kv_transfer_params
     decode_leg: DecodeLeg | None = None  # PD decode: the KV arrives, then decode
+    greedy: GreedyAnswer | None = None  # a seeded temperature-0 answer (greedy_answer.py)
 
 
 class ResponseBase:
@@ -192,6 +194,7 @@ class ResponseBase:
                 "server_ttft_ms": _ms(self.first_write_ns, arrival),
                 "server_e2e_ms": _ms(self.last_write_ns or None, arrival),
                 "queue_ms": _ms(seq.first_scheduled_ns, arrival),
+                **_phases_ms(seq),
                 "preemptions": seq.preemptions,
                 "max_emission_lag_ms": round(self.lag_max_ns / 1e6, 4) if self.lag_count else None,
                 "emit_lag_ms": lags,
@@ -209,6 +212,17 @@ class ResponseBase:
 def _loop_time_at(perf_ns: int) -> float:
     """The event loop's clock reading at `perf_counter_ns` time `perf_ns`."""
     return asyncio.get_running_loop().time() + (perf_ns - clock_ns()) / 1e9
+
+
+def _phases_ms(seq: Sequence) -> dict[str, float | None]:
+    """The engine's prefill (first scheduled → token 1) and decode (token 1 → the last
+    token), as vLLM's request_prefill/decode_time histograms observe them."""
+    scheduled, first = seq.first_scheduled_ns, seq.first_token_ns
+    return {
+        "prefill_time_ms": None if scheduled is None else _ms(first, scheduled),
+        "decode_time_ms": (None if first is None or not seq.done
+                           else _ms(seq.last_token_ns, first)),
+    }
 
 
 def _ms(later_ns: int | None, earlier_ns: int) -> float | None:

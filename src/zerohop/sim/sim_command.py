@@ -80,6 +80,14 @@ from zerohop.sim.http_server import run_server
     "not JSON (0-1).",
 )
 @click.option(
+    "--answer-divergence",
+    type=float,
+    default=None,
+    help="Share of seeded temperature-0 chat/completions answers that, decoded beside "
+    "other sequences, change one token at a drawn position (0-1; modelled, for the "
+    "answer probe).",
+)
+@click.option(
     "--spec-draft-tokens",
     type=int,
     default=None,

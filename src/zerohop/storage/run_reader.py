@@ -1,10 +1,14 @@
-"""Read one results folder into `RunData`: the only module that opens its files.
+"""Read one results folder into `RunData`: the analysis's one way in.
 
-The analysis modules take a `RunData` and never open a file, so they are tested on
-DataFrames built in memory. A run killed before consolidation has no
-requests.parquet; its per-process `records/*.jsonl` sinks are read instead (a torn
-last line is skipped and counted). Bad input raises `ReportInputError` with one line
-that names the problem; the CLI turns it into exit 2.
+The analysis and report modules take a `RunData` and never read a run's files, so they
+are tested on DataFrames built in memory. Readers outside them take only what they
+need, faster: the end-of-run TTFT table (`loadgen.ttft_table`) reads three Parquet
+columns, the live progress line (`runner.progress`) counts bytes in the JSONL sinks,
+and consolidation and selfcheck (`storage.run_folder`, `storage.selfcheck_files`) read
+their own. A run killed before consolidation has no requests.parquet; its per-process
+`records/*.jsonl` sinks are read instead (a torn last line is skipped and counted). Bad
+input raises `ReportInputError` with one line that names the problem; the CLI turns it
+into exit 2.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from zerohop.analysis.run_data import (
     typed_frame,
 )
 from zerohop.core.layout import (
+    ANSWERS_FILE,
     MANIFEST_FILE,
     MANIFEST_SCHEMA,
     MICROBENCH_FILE,
@@ -70,6 +75,7 @@ def load_run(run_dir: Path) -> RunData:
         requests_source=source,
         notes=notes,
         probe=_read_probe(run_dir, notes),
+        answers=read_answers(run_dir, notes),
     )
 
 
@@ -88,6 +94,21 @@ def _read_probe(run_dir: Path, notes: list[str]) -> ProbeRecords | None:
         notes.append(f"skipped {bad} unreadable line(s) in probe/*.jsonl")
     frame, _ = frame_from_rows(rows)
     return ProbeRecords(requests=frame, phases=phases if isinstance(phases, dict) else {})
+
+
+def read_answers(run_dir: Path, notes: list[str] | None = None) -> dict[str, Any] | None:
+    """The answer probe's answers.json (None when no answer probe ran, or, with a note,
+    when it cannot be read)."""
+    path = Path(run_dir) / ANSWERS_FILE
+    if not path.is_file():
+        return None
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        if notes is not None:
+            notes.append(f"{ANSWERS_FILE} unreadable ({exc}): the answer probe is left out")
+        return None
+    return document if isinstance(document, dict) else None
 
 
 def checked_manifest(run_dir: Path) -> dict[str, Any]:
@@ -165,9 +186,13 @@ def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
         for required in ("workload", "outcome"):
             if required not in names:
                 raise ReportInputError(f"requests.parquet {path} lacks the column {required!r}")
-        columns = {
-            name: _request_column(parquet, name) for name in REQUEST_COLUMNS if name in names
-        }
+        columns = {}
+        for name in REQUEST_COLUMNS:
+            if name in names:
+                columns[name] = _request_column(parquet, name)
+                # mimalloc keeps what a column's read freed: handed back at once, the
+                # read's peak stays one column above what is kept (issue 42)
+                pa.default_memory_pool().release_unused()
         itl = (
             _read_itl(parquet)
             if LIST_COLUMN in names
@@ -217,6 +242,8 @@ def _read_itl(parquet: pq.ParquetFile) -> ItlColumn:
         offsets[row + 1 : row + 1 + lengths.size] = pos + np.cumsum(lengths)
         pos += flat.size
         row += lengths.size
+        del batch, lists, flat
+        pa.default_memory_pool().release_unused()  # as for the columns above
     return ItlColumn(values=values[:pos], offsets=offsets)
 
 

@@ -1,11 +1,10 @@
 """From Prometheus text exposition to telemetry rows: parse, map, differentiate.
 
 Pure functions and one small state machine (`PromDeriver`) per scraped endpoint, so
-the maths is tested on recorded exposition texts without any server. Counters become
-per-second rates between consecutive scrapes (a decrease is a reset: the new value is
-the increase since it); histograms become quantiles of the *bucket deltas* between
-scrapes, i.e. of the requests observed in that window, interpolated linearly within a
-bucket exactly as Prometheus' `histogram_quantile` does.
+the mapping is tested on recorded exposition texts without any server. Counters become
+per-second rates between consecutive scrapes; histograms become quantiles of the
+*bucket deltas* between scrapes, i.e. of the requests observed in that window. The
+arithmetic and its reset rule live in `zerohop.analysis.counters`.
 """
 
 from __future__ import annotations
@@ -14,8 +13,10 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
+from zerohop.analysis.counters import bucket_increases, counter_rate, histogram_quantile
 from zerohop.telemetry.canonical import (
     HISTOGRAM_MAP,
     HISTOGRAM_QUANTILES,
@@ -135,68 +136,15 @@ class PromDeriver:
 _PRIORITY = {name: i for i, name in enumerate(SCALAR_MAP)}
 
 
-def counter_rate(prev_value: float, prev_ts: float, value: float, ts: float) -> float | None:
-    """Per-second increase between two readings; a decrease means the counter restarted
-    from zero, so the increase is the new value. None when no time has passed."""
-    dt = ts - prev_ts
-    if dt <= 0:
-        return None
-    delta = value - prev_value
-    if delta < 0:
-        delta = value
-    return delta / dt
-
-
 def bucket_deltas(previous: dict[float, float], current: dict[float, float]
                   ) -> list[tuple[float, float]]:
     """Cumulative bucket counts of the observations made between two scrapes, sorted by
-    upper bound. If any bucket went down the histogram was reset, and the current counts
-    are themselves the window's counts. Buckets absent before count from zero."""
-    reset = any(current.get(le, math.inf) < count for le, count in previous.items())
-    out = []
-    for le in sorted(current):
-        before = 0.0 if reset else previous.get(le, 0.0)
-        out.append((le, max(0.0, current[le] - before)))
-    return out
-
-
-def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float:
-    """The q-quantile of a classic histogram given as (upper bound, cumulative count)
-    pairs sorted by bound with +Inf last, following Prometheus' histogram_quantile:
-    linear interpolation inside the bucket holding the rank, the lower edge of the first
-    bucket taken as 0, and a rank in the +Inf bucket answered with the highest finite
-    bound. NaN without observations or without a +Inf bucket."""
-    if math.isnan(q):
-        return math.nan
-    if q < 0:
-        return -math.inf
-    if q > 1:
-        return math.inf
-    if len(buckets) < 2 or not math.isinf(buckets[-1][0]):
-        return math.nan
-    bounds = [b for b, _ in buckets]
-    counts: list[float] = []
-    running = 0.0
-    for _, c in buckets:  # repair non-monotonic input as Prometheus does
-        running = max(running, c)
-        counts.append(running)
-    observations = counts[-1]
-    if observations <= 0:
-        return math.nan
-    rank = q * observations
-    b = next(i for i, c in enumerate(counts) if c >= rank)
-    if b == len(buckets) - 1:
-        return bounds[-2]
-    if b == 0 and bounds[0] <= 0:
-        return bounds[0]
-    start, end, count = 0.0, bounds[b], counts[b]
-    if b > 0:
-        start = bounds[b - 1]
-        count -= counts[b - 1]
-        rank -= counts[b - 1]
-    if count <= 0:  # q == 0 on an empty first bucket
-        return start
-    return start + (end - start) * (rank / count)
+    upper bound (`bucket_increases`: a bucket that went down restarts the histogram).
+    Buckets absent before count from zero."""
+    bounds = sorted(current)
+    pair = np.array([[previous.get(le, 0.0), current[le]] for le in bounds], dtype=float)
+    window = bucket_increases(pair.reshape(len(bounds), 2))[:, 1]
+    return list(zip(bounds, window.tolist(), strict=True))
 
 
 def _parse_le(text: str | None) -> float | None:

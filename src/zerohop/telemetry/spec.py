@@ -98,6 +98,13 @@ def with_target_url(sources: list[SourceSpec], metrics_url: str) -> list[SourceS
     ]
 
 
+def run_sources(spec_text: str | None, host: str | None) -> list[SourceSpec]:
+    """A run's telemetry sources from its `--telemetry` text; a bare `prom` means the
+    target's own /metrics."""
+    metrics_url = (host or "http://127.0.0.1").rstrip("/") + "/metrics"
+    return with_target_url(parse_telemetry_spec(spec_text or ""), metrics_url)
+
+
 def _parse_part(part: str) -> SourceSpec:
     head, options = _split_options(part)
     kind, eq, url = head.partition("=")
