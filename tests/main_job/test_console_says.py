@@ -70,6 +70,18 @@ def test_a_missed_slo_says_whether_it_gates_the_exit_code(
     assert "(--slo: exit 1)" in line, line
 
 
+def test_a_percentile_judged_on_too_few_requests_says_so_as_the_report_does(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """p99.9 of 100 requests is their largest value: the gate judges it and the line
+    says to read it so (the report's SLO table says the same); p99 of 100 needs no note."""
+    out = _console(_analysis(_manifest(slo={"ttft_p999_ms": 500.0, "ttft_p99_ms": 500.0}),
+                             lag_ms=0.5), capsys)
+    lines = [line for line in out.splitlines() if line.startswith("SLO ")]
+    tail = next(line for line in lines if "p99.9" in line or "p999" in line)
+    assert tail.endswith("(p99.9 of fewer than 1,000 requests: read it as the max)"), tail
+    assert next(line for line in lines if "ttft_p99_ms" in line).endswith("met"), lines
+
+
 def test_the_reports_first_screen_counts_dropped_arrivals() -> None:
     from zerohop.report.present_headline import verdict
 

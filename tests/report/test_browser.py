@@ -120,10 +120,13 @@ def test_comparison_badge_is_worse_when_only_errors_are(
     with open_page(out) as (page, events):
         chart_ink(page)
         badge = page.inner_text(".zh-verdict .zh-verdict-line .zh-badge")
+        line = page.inner_text(".zh-verdict .zh-verdict-line")
         because = page.inner_text(".zh-verdict .zh-because")
     assert events.errors == []
     assert badge.strip() == "worse"
     assert "error %" in because
+    # the badge and its own line agree (the line names what earned the badge)
+    assert "worse" in line.strip().removeprefix(badge.strip()), line
 
 
 # The page a default run makes, in shape: four workloads, eight adapters, the embedded

@@ -5,8 +5,8 @@ Every record carries its scheduled (or sent) time, its first content and its end
 each second the replay knows what the run saw then: the arrivals due, those answered and
 ended, the oldest still waiting for a first token or an end, and the first tokens and
 E2Es of that second. Arrivals dropped at an in-flight cap have no record: the replay
-sees only what was sent (the live feed counts the drops). One pass over the records in
-time order: a 10-minute run of 100,000 records takes well under a second.
+sees only what was sent (the live feed counts the drops). Every second's counts come
+from sorted arrays at once (no Python loop over the records).
 """
 
 from __future__ import annotations
@@ -49,23 +49,24 @@ def observations(requests: pd.DataFrame, *, step_s: float = 1.0) -> Iterator[Obs
     steps = math.ceil((float(end.max()) - t0) / step_s)
     firsts = _per_step(first - arrive, first, t0, step_s, steps)
     e2es = _per_step(np.where(ok, end - arrive, np.nan), end, t0, step_s, steps)
-    sorted_answer, sorted_end = np.sort(answer), np.sort(end)
-    waiting = flying = 0  # the oldest request not yet answered / not yet ended: every
-    # request before it in arrival order is (a pointer that only moves forward)
+    nows = t0 + np.arange(1, steps + 1) * step_s
+    offered = np.searchsorted(arrive, nows, side="right")
+    completed = np.searchsorted(np.sort(end), nows, side="right")
+    answered = np.searchsorted(np.sort(answer), nows, side="right")
+    # the oldest request not yet answered (not yet ended): every one before it in arrival
+    # order is, so it is the first whose running maximum of answer (end) times is later
+    waiting = np.minimum(offered, np.searchsorted(np.maximum.accumulate(answer), nows,
+                                                  side="right"))
+    flying = np.minimum(offered, np.searchsorted(np.maximum.accumulate(end), nows,
+                                                 side="right"))
     for step in range(1, steps + 1):
-        now = t0 + step * step_s
-        offered = int(np.searchsorted(arrive, now, side="right"))
-        while waiting < offered and answer[waiting] <= now:
-            waiting += 1
-        while flying < offered and end[flying] <= now:
-            flying += 1
+        i, now = step - 1, float(nows[step - 1])
         yield Observation(
-            t_s=now - t0, offered=offered,
-            completed=int(np.searchsorted(sorted_end, now, side="right")),
-            answered=int(np.searchsorted(sorted_answer, now, side="right")),
-            oldest_wait_s=now - arrive[waiting] if waiting < offered else None,
+            t_s=now - t0, offered=int(offered[i]), completed=int(completed[i]),
+            answered=int(answered[i]),
+            oldest_wait_s=now - arrive[waiting[i]] if waiting[i] < offered[i] else None,
             first_token_s=firsts.get(step), e2e_s=e2es.get(step),
-            oldest_in_flight_s=now - arrive[flying] if flying < offered else None)
+            oldest_in_flight_s=now - arrive[flying[i]] if flying[i] < offered[i] else None)
 
 
 def saturation_figures(requests: pd.DataFrame, manifest: Mapping[str, Any]

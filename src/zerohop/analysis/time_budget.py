@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from zerohop.analysis.phase_bounds import PhaseBound, request_phases
-from zerohop.analysis.run_data import category_mask
+from zerohop.analysis.run_data import category_codes, category_mask
 from zerohop.analysis.server_timing import server_timing_ms
 
 BANDS: tuple[tuple[str, float, float], ...] = (
@@ -119,24 +119,29 @@ def time_budget(requests: pd.DataFrame, telemetry: pd.DataFrame) -> TimeBudget:
     notes: list[str] = []
     per_metric = _all_parts(requests, telemetry, notes)
     ok = (requests["outcome"] == "ok").to_numpy()
-    names = requests["workload"].astype(str).to_numpy()
-    arms = _arms(requests)
+    codes, names = category_codes(requests["workload"])  # codes: no string per row
+    arm_codes, arm_names = _arm_codes(requests)
+
+    def arm_name(code: int) -> str:
+        return arm_names[code] if code >= 0 else ""
+
     workloads = []
-    for workload in sorted(set(names[ok].tolist())):
-        for arm in sorted(set(arms[ok & (names == workload)].tolist())):
-            rows = np.flatnonzero(ok & (names == workload) & (arms == arm))
+    for workload in sorted(set(codes[ok & (codes >= 0)].tolist()), key=names.__getitem__):
+        mine = ok & (codes == workload)
+        for arm in sorted(set(arm_codes[mine].tolist()), key=arm_name):
+            rows = np.flatnonzero(mine & (arm_codes == arm))
             bands = []
             for metric, parts in per_metric.items():
                 bands += _bands(requests[metric].to_numpy(dtype=float), rows, metric, parts)
-            workloads.append(WorkloadBudget(workload, bands, arm or None))
+            workloads.append(WorkloadBudget(names[workload], bands, arm_name(arm) or None))
     return TimeBudget(workloads, sorted(set(notes)))
 
 
-def _arms(requests: pd.DataFrame) -> np.ndarray:
+def _arm_codes(requests: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Each request's arm as a code into the names (-1: none, a run without arms)."""
     if "arm" not in requests:
-        return np.full(len(requests), "", dtype=object)
-    arm = requests["arm"].astype(object)
-    return arm.where(arm.notna(), "").astype(str).to_numpy()
+        return np.full(len(requests), -1, dtype=np.int64), []
+    return category_codes(requests["arm"])
 
 
 def _all_parts(requests: pd.DataFrame, telemetry: pd.DataFrame,

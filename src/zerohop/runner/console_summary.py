@@ -22,6 +22,7 @@ from zerohop.report.present_headline import (
     load_checks,
     offered_check,
     silent_text,
+    slo_rows,
 )
 from zerohop.report.present_probe import console_line
 from zerohop.runner.results_block import results_block_lines
@@ -101,8 +102,10 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any],
         click.echo(answers)
     for line in warnings(analysis):
         click.echo(f"zerohop: warning: {line}", err=True)
-    for r in verdict["results"]:
-        click.echo(slo_line(r))
+    # a percentile judged on fewer requests than it needs says so, as the report's does
+    notes = [row["note"] for row in slo_rows(analysis)]
+    for r, note in zip(verdict["results"], notes, strict=True):
+        click.echo(slo_line(r) + (f" ({note})" if note else ""))
 
 
 def energy_line(energy: EnergySummary | None) -> str | None:
