@@ -67,6 +67,10 @@ def test_every_part_of_every_band_holds_the_targets_truth(
     budget = time_budget(requests, telemetry)
     assert {w.workload for w in budget.workloads} == DEFAULT_WORKLOADS
     checked = []
+    # a request that ended after the server's last scrape is in no scrape interval: its
+    # engine phases are unknown, and a band of only such requests shows none of them
+    last_scrape = float(telemetry["ts"].max())
+    ended = requests.set_index("request_id")["end_ts"]
     for workload in budget.workloads:
         assert {b.metric for b in workload.bands} == {"ttft_ms", "e2e_ms"}, workload
         for band in workload.bands:
@@ -76,7 +80,9 @@ def test_every_part_of_every_band_holds_the_targets_truth(
                 part = band.part(name)
                 if band.metric == "ttft_ms" and name == "decode":
                     continue
-                assert part is not None and part.aggregate
+                if part is None and bool((ended.reindex(ids) > last_scrape).all()):
+                    continue
+                assert part is not None and part.aggregate, (workload.workload, band)
                 true_mean = float(truth[column].reindex(ids).mean())
                 row = (workload.workload, band.metric, band.band, name,
                        round(part.low_ms, 1), round(true_mean, 1), round(part.high_ms, 1))

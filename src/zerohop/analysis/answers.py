@@ -83,7 +83,8 @@ class AnswerFigures:
     ci_low: float
     ci_high: float
     median_first_difference: float  # over the changed pairs (NaN: none changed)
-    max_logprob_change: float  # the largest over every pair's (NaN: none had logprobs)
+    # the largest over every pair's (NaN: no logprobs, or no token before any difference)
+    max_logprob_change: float
     modelled: bool = False  # asked of the embedded target: its divergence is modelled
 
     @property
