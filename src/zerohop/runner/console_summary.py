@@ -100,7 +100,7 @@ def print_summary(analysis: RunAnalysis, verdict: dict[str, Any],
     answers = answers_line(analysis.sections.get("answers"))
     if answers is not None:
         click.echo(answers)
-    for line in warnings(analysis):
+    for line in warnings(analysis, offered):
         click.echo(f"zerohop: warning: {line}", err=True)
     # a percentile judged on fewer requests than it needs says so, as the report's does
     notes = [row["note"] for row in slo_rows(analysis)]
@@ -122,15 +122,15 @@ def energy_line(energy: EnergySummary | None) -> str | None:
     return f"energy: {figures}, {fmt.number(energy.mean_power_w)} W mean{mark}"
 
 
-def warnings(analysis: RunAnalysis) -> list[str]:
+def warnings(analysis: RunAnalysis, offered: dict[str, Any] | None) -> list[str]:
     """What the report's first screen flags about how the figures were measured: the
-    client's fidelity (a run with a client), dropped arrivals, saturation."""
+    client's fidelity (a run with a client), dropped arrivals, saturation (`offered`:
+    the run's `offered_check`, as the console printed it)."""
     lines = []
     fidelity = analysis.fidelity
     if not fidelity.ok and "simulation" not in analysis.manifest:
         lines.append("client fidelity flagged: " + "; ".join(fidelity.reasons))
     lines += [check["text"] for check in load_checks(analysis.manifest)]
-    offered = offered_check(analysis.total, concurrency_cap(analysis.manifest))
     if offered is not None and offered["status"] == "warn":
         lines.append(offered["warning"])
     return lines
