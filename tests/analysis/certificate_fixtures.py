@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from zerohop.analysis.client_certificate import ClientCpu, Figures, LoadFacts
-from zerohop.analysis.fidelity_check import ErrorStats, TimingErrors
+from zerohop.analysis.client.client_certificate import ClientCpu, Figures, LoadFacts
+from zerohop.analysis.client.fidelity_check import ErrorStats, TimingErrors
 
 
 def stats(p99_ms: float) -> ErrorStats:

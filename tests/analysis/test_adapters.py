@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from tests.synthetic_runs import HOSTILE
-from zerohop.analysis.lora_adapters import summarise_adapters
+from zerohop.analysis.latency.lora_adapters import summarise_adapters
 from zerohop.analysis.run_data import frame_from_rows
 
 pytestmark = pytest.mark.unit

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zerohop.analysis.alerts import (
+from zerohop.analysis.server.alerts import (
     AlertRuleError,
     evaluate_rules,
     load_rules,

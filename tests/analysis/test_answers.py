@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from zerohop.analysis.answers import (
+from zerohop.analysis.comparison.answers import (
     answers_of_run,
     answers_summary,
     compare_pair,
@@ -147,7 +147,7 @@ def test_the_summary_block_and_the_embedded_target_marked_modelled() -> None:
 
 
 def _parsed(row: dict[str, Any]) -> Any:
-    from zerohop.analysis.answers import parse_answer
+    from zerohop.analysis.comparison.answers import parse_answer
 
     parsed = parse_answer(row)
     assert parsed is not None

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from zerohop.analysis.arms import (
+from zerohop.analysis.comparison.arms import (
     arm_comparisons,
     arm_figures,
     arm_views,
@@ -22,7 +22,7 @@ from zerohop.analysis.arms import (
     noise_floor,
     noise_verdict,
 )
-from zerohop.analysis.compare import compare_runs
+from zerohop.analysis.comparison.compare import compare_runs
 from zerohop.analysis.run_data import RunData, frame_from_rows
 from zerohop.client.arms import ArmAssigner
 

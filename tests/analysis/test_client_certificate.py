@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tests.analysis.certificate_fixtures import OPEN, figures
-from zerohop.analysis.client_certificate import (
+from zerohop.analysis.client.client_certificate import (
     CERTIFICATE_SCHEMA,
     Bounds,
     certificate_document,

@@ -3,15 +3,14 @@ noise, a 20 %-slower target is worse for TPOT, and a layer's cost is attributed.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 from scipy import stats
 
 from tests.run_fixtures import RunFactory
 from zerohop.analysis.bootstrap import quantile_draws
-from zerohop.analysis.compare import CompareSettings, compare_runs, judge
+from zerohop.analysis.comparison.compare import CompareSettings, compare_runs, judge
+from zerohop.analysis.itl_column import ItlColumn
 from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.unit
@@ -132,9 +131,9 @@ def test_itl_is_compared_between_reads_as_the_report_shows_it(make_run: RunFacto
     spec = load_run(make_run(noise_seed=2, name="spec"))
     ok = (spec.requests["outcome"] == "ok").to_numpy()
     # three of every four gaps become same-read 0 ms gaps; the fourth keeps its value
-    values = spec.itl.values.copy()
+    values = spec.itl.pooled(np.ones(ok.size, dtype=bool))  # exact float64, a copy
     values[np.arange(values.size) % 4 != 3] = 0.0
-    spec.itl = replace(spec.itl, values=values)
+    spec.itl = ItlColumn(values, spec.itl.offsets)
     assert (spec.itl.pooled(ok) == 0).mean() > 0.7
     comparison = compare_runs(base, spec, CompareSettings(seed=7))
     itl = next(m for m in comparison.workloads[-1].metrics if m.metric == "itl_ms")

@@ -10,13 +10,13 @@ from scipy.signal import lfilter
 
 from tests.run_fixtures import RunFactory
 from tests.synthetic_runs import WorkloadModel
-from zerohop.analysis.correlation import (
+from zerohop.analysis.run_analysis import AnalysisSettings, analyse_run
+from zerohop.analysis.server.correlation import (
     CorrelationSettings,
     benjamini_hochberg,
     find_drivers,
     spearman_p_value,
 )
-from zerohop.analysis.run_analysis import AnalysisSettings, analyse_run
 from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.unit

@@ -18,8 +18,8 @@ from zerohop.analysis.counters import (
     window_quantiles,
     window_rates,
 )
-from zerohop.analysis.driver_lanes import driver_lanes
 from zerohop.analysis.run_analysis import TimeSeriesData
+from zerohop.analysis.server.driver_lanes import driver_lanes
 from zerohop.analysis.timeseries import Lane, Timeline
 from zerohop.report.charts import Chart
 from zerohop.report.present_appendix import appendix_section
@@ -154,7 +154,7 @@ def test_the_report_appendix_reads_the_restart_alike() -> None:
         lane_sources={k: "prom-raw:127.0.0.1:8000" for k in columns},
     )
     charts: list[Chart] = []
-    appendix_section(data, list(columns), TS + 1.0, (0.0, 10.0), False, charts)
+    appendix_section(data, list(columns), TS + 1.0, (0.0, 10.0), {}, charts)
     by_name = {c.title.split(" ")[0]: c for c in charts}
     rate = by_name["vllm:prompt_tokens_total"].series[0].values
     assert rate[1:].tolist() == plain_rates(TS, TOKENS)[1:]

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from scipy.signal import lfilter
 
-from zerohop.analysis.correlation import CorrelationSettings, find_drivers
 from zerohop.analysis.counters import counter_rates
-from zerohop.analysis.driver_lanes import driver_lanes
+from zerohop.analysis.server.correlation import CorrelationSettings, find_drivers
+from zerohop.analysis.server.driver_lanes import driver_lanes
 from zerohop.analysis.timeseries import Lane, Timeline, lane_windows
 
 pytestmark = pytest.mark.unit

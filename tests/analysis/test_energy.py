@@ -12,9 +12,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from zerohop.analysis.energy import summarise_energy
 from zerohop.analysis.measured_window import MeasuredWindow
 from zerohop.analysis.run_data import RunData, frame_from_rows
+from zerohop.analysis.server.energy import summarise_energy
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zerohop.analysis.fidelity_check import ErrorStats, joined_requests, timing_errors
+from zerohop.analysis.client.fidelity_check import ErrorStats, joined_requests, timing_errors
 
 pytestmark = pytest.mark.unit
 

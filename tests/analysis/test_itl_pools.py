@@ -8,6 +8,7 @@ import pytest
 
 import zerohop.analysis.itl_pools as itl_pools
 from zerohop.analysis.itl_pools import ItlPools, longest_zero_runs
+from zerohop.analysis.latency.reads import summarise_reads
 from zerohop.analysis.quantiles import (
     PERCENTILE_NAMES,
     Distribution,
@@ -15,7 +16,6 @@ from zerohop.analysis.quantiles import (
     describe_sorted,
     select_ranks,
 )
-from zerohop.analysis.reads import summarise_reads
 from zerohop.analysis.run_data import ItlColumn
 
 pytestmark = pytest.mark.unit

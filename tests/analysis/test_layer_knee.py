@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from zerohop.analysis.layer_knee import (
+from zerohop.analysis.comparison.layer_knee import (
     KNEE_GROWTH_MS,
     CostAt,
     find_knee,

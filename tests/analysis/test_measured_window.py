@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from zerohop.analysis.latency.run_summary import summarise_run
 from zerohop.analysis.measured_window import measured_window, window_of
 from zerohop.analysis.run_data import ItlColumn, RunData, frame_from_rows
-from zerohop.analysis.run_summary import summarise_run
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from zerohop.analysis.pd_split import pd_frame, pd_parts_ms, pd_request_id, pd_split
+from zerohop.analysis.server.pd_split import pd_frame, pd_parts_ms, pd_request_id, pd_split
 from zerohop.analysis.server_timing import server_timing_entries
 
 pytestmark = pytest.mark.unit

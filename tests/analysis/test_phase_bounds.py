@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from tests.analysis.test_time_budget import T0, _band_members, _scrapes
-from zerohop.analysis.engine_phases import phase_shares
-from zerohop.analysis.phase_bounds import request_phases
-from zerohop.analysis.time_budget import BANDS, RESOLVABLE_SHARE, time_budget
+from zerohop.analysis.server.engine_phases import phase_shares
+from zerohop.analysis.server.phase_bounds import request_phases
+from zerohop.analysis.server.time_budget import BANDS, RESOLVABLE_SHARE, time_budget
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zerohop.analysis.prefill import fit_prefill
+from zerohop.analysis.latency.prefill import fit_prefill
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from zerohop.analysis.probe import MIN_SAMPLES, summarise_probe
+from zerohop.analysis.comparison.probe import MIN_SAMPLES, summarise_probe
 from zerohop.analysis.run_data import ProbeRecords, RunData, frame_from_rows
 from zerohop.analysis.timeseries import Timeline
 from zerohop.report.charts import Chart

@@ -10,11 +10,14 @@ share buckets.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import zerohop.analysis.rank_select as rank_select
+from zerohop.analysis.itl_column import shadow
 from zerohop.analysis.itl_pools import ItlPools
 from zerohop.analysis.quantiles import CDF_GRID, PERCENTILES
 from zerohop.analysis.rank_select import GroupedRanks
@@ -23,9 +26,21 @@ from zerohop.analysis.run_data import ItlColumn
 pytestmark = pytest.mark.unit
 
 
-def _column(values: np.ndarray, lengths: np.ndarray) -> ItlColumn:
+def _column(values: np.ndarray, lengths: np.ndarray, shadowed: bool = False) -> ItlColumn:
+    """The gaps as float64 in memory, or (`shadowed`) as requests.parquet's reader
+    holds them: float32 shadows, the exact values read again in batches of 7 requests
+    (so batches never line up with a pass's blocks)."""
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    return ItlColumn(values=np.asarray(values, dtype=float), offsets=offsets)
+    exact = np.asarray(values, dtype=float)
+    if not shadowed:
+        return ItlColumn(values=exact, offsets=offsets)
+
+    def source(_batch_rows: int) -> Iterator[np.ndarray]:
+        for first in range(0, lengths.size, 7):
+            last = min(first + 7, lengths.size)
+            yield exact[offsets[first] : offsets[last]].copy()
+
+    return ItlColumn(values=shadow(exact), offsets=offsets, exact_source=source)
 
 
 def _hostile(seed: int, n_rows: int = 300) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,11 +86,13 @@ def _plain(values: np.ndarray, lengths: np.ndarray, codes: np.ndarray,
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 @pytest.mark.parametrize("block_rows", [50, 300_000])  # blocks that split the requests, or one
-def test_every_rank_is_the_sorted_pool(seed: int, block_rows: int,
+@pytest.mark.parametrize("shadowed", [False, True], ids=["float64", "float32-shadows"])
+def test_every_rank_is_the_sorted_pool(seed: int, block_rows: int, shadowed: bool,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rank_select, "BLOCK_ROWS", block_rows)
+    monkeypatch.setattr(rank_select, "PASS_ROWS", min(block_rows, 60_000) // 5)
     values, lengths, codes = _hostile(seed)
-    ranks = GroupedRanks(_column(values, lengths), codes, 3)
+    ranks = GroupedRanks(_column(values, lengths, shadowed), codes, 3)
     for groups in ([0], [1], [0, 1], [0, 1, 2]):
         expected = _plain(values, lengths, codes, groups)
         assert ranks.finite(groups) == expected.size
@@ -83,11 +100,14 @@ def test_every_rank_is_the_sorted_pool(seed: int, block_rows: int,
         got = ranks.select([(groups, every)])[0]
         np.testing.assert_array_equal(got, expected)  # -0.0 == 0.0: the zeros' block
         assert ranks.sums[groups].sum() == pytest.approx(expected.sum(), rel=1e-12)
+    if shadowed:  # the means' sums are the float64 column's, to the last bit
+        in_memory = GroupedRanks(_column(values, lengths), codes, 3)
+        np.testing.assert_array_equal(ranks.sums, in_memory.sums)
 
 
 def test_several_queries_in_one_pass_do_not_mix() -> None:
     values, lengths, codes = _hostile(9)
-    ranks = GroupedRanks(_column(values, lengths), codes, 3)
+    ranks = GroupedRanks(_column(values, lengths, shadowed=True), codes, 3)
     queries = [([0], np.array([0, 5, 17])), ([1], np.array([3, 3, 0])), ([0, 1], np.array([40]))]
     for (groups, wanted), got in zip(queries, ranks.select(queries), strict=True):
         np.testing.assert_array_equal(got, _plain(values, lengths, codes, groups)[wanted])
@@ -131,7 +151,7 @@ def test_a_quarter_million_gaps_give_the_sorted_pools_quantiles() -> None:
         "workload": pd.Categorical(rng.choice(["chat", "summarise"], lengths.size)),
         "outcome": pd.Categorical(np.where(rng.random(lengths.size) < 0.98, "ok", "timeout")),
     })
-    itl = _column(values, lengths)
+    itl = _column(values, lengths, shadowed=True)
     pools = ItlPools(requests, itl)
     ok = (requests["outcome"] == "ok").to_numpy()
     for name in ("chat", "summarise", None):

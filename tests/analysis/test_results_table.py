@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.synthetic_runs import SyntheticRun, write_run
-from zerohop.analysis.results_table import ResultsTable, latency_stats, table_rows
+from zerohop.analysis.latency.results_table import ResultsTable, latency_stats, table_rows
 from zerohop.core.percentile_choice import parse_percentiles
 from zerohop.runner.results_block import results_block_lines
 from zerohop.storage.run_reader import load_run

@@ -1,11 +1,11 @@
 """The saturation detector on hand-made observations: each signal alarms on its own
-evidence, and only after a whole window of it (`analysis/saturation.py`)."""
+evidence, and only after a whole window of it (`analysis/server/saturation.py`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from zerohop.analysis.saturation import (
+from zerohop.analysis.server.saturation import (
     DROPPED,
     FIRST_TOKEN_WAIT,
     SERVER_QUEUE,
@@ -97,7 +97,7 @@ def test_a_runs_records_replayed_give_the_verdict_of_what_it_saw() -> None:
     import numpy as np
     import pandas as pd
 
-    from zerohop.analysis.saturation_replay import replay_verdict
+    from zerohop.analysis.server.saturation_replay import replay_verdict
 
     def records(offered_rps: float) -> pd.DataFrame:
         arrive = np.arange(0, 120, 1 / offered_rps)
@@ -119,7 +119,7 @@ def test_the_replays_observations_are_what_a_plain_count_at_each_second_gives() 
     import numpy as np
     import pandas as pd
 
-    from zerohop.analysis.saturation_replay import observations
+    from zerohop.analysis.server.saturation_replay import observations
 
     rng = np.random.default_rng(5)
     n = 400
@@ -151,3 +151,37 @@ def test_the_replays_observations_are_what_a_plain_count_at_each_second_gives() 
         ended_ok = (ok == "ok") & (end > now - 1) & (end <= now)
         assert obs.e2e_s == (pytest.approx(np.median(end[ended_ok] - arrive[ended_ok]))
                              if ended_ok.any() else None)
+
+
+def test_arrivals_a_cap_held_until_the_end_are_replayed_as_waiting() -> None:
+    """What a `--max-concurrency` run sent was served at once; the rest of its 15 req/s
+    waited for a slot until the end (not_sent). Its records alone look healthy; with the
+    arrivals never sent the replay sees the backlog, as the live feed did."""
+    from pathlib import Path
+
+    import numpy as np
+    import pandas as pd
+
+    from zerohop.analysis.run_data import ItlColumn, RunData
+    from zerohop.analysis.server.saturation_replay import saturation_figures
+
+    due = 1000 + np.arange(0, 60, 1 / 15)
+    sent = due[::3]  # the slot served every third arrival on time
+    held = np.setdiff1d(due, sent)
+    requests = pd.DataFrame({"scheduled_ts": sent, "sent_ts": sent,
+                             "first_content_ts": sent + 0.05, "end_ts": sent + 0.1,
+                             "outcome": "ok"})
+    not_sent = pd.DataFrame({"workload": "flood", "scheduled_ts": held,
+                             "end_ts": np.full(held.size, 1060.0)})
+
+    def run(held_rows: pd.DataFrame) -> RunData:
+        return RunData(run_dir=Path("run"), manifest={}, requests=requests,
+                       itl=ItlColumn.empty(len(requests)), telemetry=pd.DataFrame(),
+                       microbench=None, requests_source="parquet", not_sent=held_rows)
+
+    alone = saturation_figures(run(not_sent.iloc[:0]))
+    assert alone is not None and not alone["saturated"]
+    with_held = saturation_figures(run(not_sent))
+    assert with_held is not None and with_held["saturated"]
+    assert with_held["signal"] == FIRST_TOKEN_WAIT
+    assert with_held["offered_rps"] == pytest.approx(15.0, abs=0.5)

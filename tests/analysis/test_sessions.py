@@ -1,5 +1,5 @@
 """Conversations, prefix caches, reasoning and tool calls in the report's analysis
-(analysis/sessions.py) and its section (report/present_sessions.py)."""
+(analysis/latency/sessions.py) and its section (report/present_sessions.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from zerohop.analysis.latency.sessions import summarise_sessions
 from zerohop.analysis.run_analysis import analyse_run
 from zerohop.analysis.run_data import RunData, frame_from_rows
-from zerohop.analysis.sessions import summarise_sessions
 from zerohop.analysis.timeseries import Timeline
 from zerohop.report.present import report_page
 from zerohop.report.render import render_page

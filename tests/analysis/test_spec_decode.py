@@ -1,5 +1,5 @@
 """Speculative decoding from the server's counters and the records' reads
-(analysis/spec_decode.py), with numbers worked by hand."""
+(analysis/latency/spec_decode.py), with numbers worked by hand."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from zerohop.analysis.latency.spec_decode import summarise_spec_decode
 from zerohop.analysis.measured_window import MeasuredWindow
 from zerohop.analysis.run_data import RunData, frame_from_rows
-from zerohop.analysis.spec_decode import summarise_spec_decode
 
 pytestmark = pytest.mark.unit
 

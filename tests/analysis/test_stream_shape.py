@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.analysis.test_arms import T0, run_of
-from zerohop.analysis.arms import arm_views
-from zerohop.analysis.stream_shape import stream_shapes
+from zerohop.analysis.comparison.arms import arm_views
+from zerohop.analysis.latency.stream_shape import stream_shapes
 
 pytestmark = pytest.mark.unit
 

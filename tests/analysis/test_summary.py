@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from zerohop.analysis.latency.slo import evaluate_slos, good_mask, parse_slos
+from zerohop.analysis.latency.summary import summarise_workloads
 from zerohop.analysis.run_data import frame_from_rows
-from zerohop.analysis.slo import evaluate_slos, good_mask, parse_slos
-from zerohop.analysis.summary import summarise_workloads
 
 pytestmark = pytest.mark.unit
 

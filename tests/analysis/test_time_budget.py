@@ -10,15 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from zerohop.analysis.engine_phases import (
+from zerohop.analysis.server.engine_phases import (
     BucketWindow,
     buckets_at,
     histogram_windows,
     matched_to_mean,
     phase_shares,
 )
+from zerohop.analysis.server.time_budget import NOT_RESOLVABLE, time_budget
 from zerohop.analysis.server_timing import server_timing_ms
-from zerohop.analysis.time_budget import time_budget
+from zerohop.report.present_budget import budget_section
 
 pytestmark = pytest.mark.unit
 
@@ -249,3 +250,45 @@ def test_parts_a_server_sends_per_request_are_exact_and_close_the_sum() -> None:
             rest = band.part("unexplained")
             assert rest is not None
             assert rest.mean_ms == pytest.approx(4.0, abs=1e-3)  # the planted network time
+
+
+def test_a_phase_placed_for_none_of_a_band_is_not_resolvable_over_its_whole_latency() -> None:
+    """A run that ends as it queues: the later a request, the longer its wait, and the
+    server's last scrape came before the slowest requests ended. None of them is in a
+    scrape interval, so their queue may have been anything from 0 to their latency: the
+    budget says so for their bands (not a missing part, not a number)."""
+    rng = np.random.default_rng(5)
+    n = 400
+    sent = T0 + np.sort(rng.uniform(0, 60, n))
+    queue = (sent - T0) / 60 * 2.0  # s, growing with the run
+    ttft_ms = (queue + 0.1) * 1e3
+    end = sent + ttft_ms / 1e3 + 0.5
+    requests = pd.DataFrame({
+        "workload": "chat", "outcome": "ok", "sent_ts": sent,
+        "first_content_ts": sent + ttft_ms / 1e3, "end_ts": end, "ttft_ms": ttft_ms,
+        "e2e_ms": ttft_ms + 500.0, "server_timing": None,
+    })
+    last_scrape = T0 + 45.0
+    telemetry = pd.DataFrame(_scrapes(list(zip(end - 0.002, queue, strict=True)),
+                                      "vllm:request_queue_time_seconds", 1.0, last_scrape))
+    budget = time_budget(requests, telemetry)
+    section = budget_section(budget)
+    assert section is not None
+    texts = [text for w in section["workloads"] for row in w["table"] for text in row["parts"]]
+    unplaced = 0
+    for band in budget.workloads[0].bands:
+        start, stop = {"p50": (0.4, 0.6), "p90": (0.85, 0.95), "p99": (0.98, 1.0)}[band.band]
+        members = _band_members(requests, "chat", band.metric, start, stop)
+        queue_part = band.part("queue")
+        assert queue_part is not None, band
+        true_mean = float(queue[members].mean()) * 1e3
+        assert queue_part.low_ms <= true_mean <= queue_part.high_ms, (band, true_mean)
+        if bool((end[members] > last_scrape).all()):
+            latency = float(requests.loc[members, band.metric].mean())
+            assert queue_part.n == 0 and not queue_part.resolvable, band
+            assert queue_part.low_ms == 0.0 and queue_part.high_ms == pytest.approx(latency)
+            unplaced += 1
+        else:
+            assert queue_part.n > 0
+    assert unplaced == 4  # the p90 and p99 bands of TTFT and of E2E
+    assert sum(text.startswith(f"queue: {NOT_RESOLVABLE}") for text in texts) >= unplaced

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from zerohop.analysis.run_analysis import AnalysisSettings, analyse_run
-from zerohop.analysis.time_budget import BANDS, time_budget
+from zerohop.analysis.server.time_budget import BANDS, time_budget
 from zerohop.report import build_report
 from zerohop.sim.launcher import start_sim
 from zerohop.storage.run_reader import load_run

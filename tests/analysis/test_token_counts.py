@@ -1,4 +1,4 @@
-"""The client's token counts beside the server's usage (analysis/token_counts.py)."""
+"""The client's token counts beside the server's usage (analysis/latency/token_counts.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from zerohop.analysis.latency.token_counts import summarise_token_counts
 from zerohop.analysis.run_data import frame_from_rows
-from zerohop.analysis.token_counts import summarise_token_counts
 from zerohop.report.present_token_counts import prompt_size_check, token_count_section
 
 pytestmark = pytest.mark.unit

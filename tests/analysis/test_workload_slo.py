@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from zerohop.analysis.latency.run_summary import summarise_run
 from zerohop.analysis.run_data import RunData, frame_from_rows
-from zerohop.analysis.run_summary import summarise_run
 
 pytestmark = pytest.mark.unit
 

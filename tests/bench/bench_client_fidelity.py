@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))  # the workload it shares with tests/loadgen
 
 from tests.loadgen.fidelity_workload import fidelity_workload  # noqa: E402
 
-from zerohop.analysis.fidelity_check import joined_requests  # noqa: E402
+from zerohop.analysis.client.fidelity_check import joined_requests  # noqa: E402
 from zerohop.sim.embedded import start_embedded_target  # noqa: E402
 from zerohop.storage.selfcheck_files import read_ground_truth  # noqa: E402
 

@@ -96,7 +96,7 @@ def first_model(url: str) -> str:
 def layer_p50(results: Path) -> float:
     import pandas as pd
 
-    from zerohop.analysis.time_budget import server_timing_ms
+    from zerohop.analysis.server.time_budget import server_timing_ms
 
     spent = []
     for parquet in results.glob("*/requests.parquet"):

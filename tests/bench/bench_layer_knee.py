@@ -12,7 +12,7 @@ and the quota's throttling from the cgroup's cpu.stat.
 
 Printed per quota and rate: the TTFT cost at p50 and p99 (ms, with 95% intervals), the
 router's CPU (% of one core; of its quota) and RSS, the busiest replica's CPU. The knee
-is the product's (`zerohop.analysis.layer_knee.find_knee`, as `zerohop sweep
+is the product's (`zerohop.analysis.comparison.layer_knee.find_knee`, as `zerohop sweep
 --compare-layer` reports it): the lowest rate whose cost exceeds the lowest rate's by
 more than `--knee-ms` (fixed in advance) and whose interval lies above the lowest
 rate's; per core of the layer it is knee ÷ quota (cores). Run two quotas (`--quotas
@@ -45,7 +45,7 @@ if str(REPO) not in sys.path:
 
 from tests.real_layers import ENGINES  # noqa: E402
 
-from zerohop.analysis.layer_knee import KNEE_GROWTH_MS, CostAt, find_knee  # noqa: E402
+from zerohop.analysis.comparison.layer_knee import KNEE_GROWTH_MS, CostAt, find_knee  # noqa: E402
 
 FLOOD = ("kind: short_query_flood\nname: flood\ninput_tokens: 32\nmax_tokens: 4\n"
          "load: {kind: closed, users: 1}\n")

@@ -52,9 +52,9 @@ def main() -> None:
     for name in ("locust.main", "locust.runners", "zerohop.loadgen.hooks",
                  "zerohop.telemetry.recorder"):
         importlib.import_module(name)  # what a Locust process has loaded
-    from zerohop.workloads.data_paths import package_data_dir
-    from zerohop.workloads.prompts import PromptBuilder
-    from zerohop.workloads.traces import read_trace
+    from zerohop.workloads.content.prompts import PromptBuilder
+    from zerohop.workloads.schema.data_paths import package_data_dir
+    from zerohop.workloads.timing.traces import read_trace
 
     print(f"modules loaded: {len(sys.modules)}")
     print(f"inspect.stack() first call:  {_ms(inspect.stack):8.1f} ms")

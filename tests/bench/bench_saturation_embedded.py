@@ -4,7 +4,7 @@
 Measures the target's capacity first (the completions a second of a run offered far
 more than it serves, over the last two thirds of its window), then runs an overload and
 a control as `zerohop run`s. Both detectors read each run's records: zerohop's through
-the replay (`analysis/saturation_replay.py`: what the run had seen at each second),
+the replay (`analysis/server/saturation_replay.py`: what the run had seen at each second),
 GuideLLM's rule through every request's start (with the requests in flight then) and
 end (with its TTFT). Prints one row per case.
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `tests` as a pac
 
 from tests.fleet.guidellm_rule import GuideLLMRule
 
-from zerohop.analysis.saturation_replay import replay_verdict
+from zerohop.analysis.server.saturation_replay import replay_verdict
 
 WORKLOAD = """\
 kind: short_query_flood

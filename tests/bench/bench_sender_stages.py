@@ -39,10 +39,10 @@ from zerohop.client.http_stream import Timeouts, stream_request
 from zerohop.client.measure import StreamDecode, build_record
 from zerohop.core.records import ClockAnchor, RequestRecord
 from zerohop.storage.run_folder import RecordSink
+from zerohop.workloads.content.word_counts import WordCounts
 from zerohop.workloads.inputs import load_workloads
-from zerohop.workloads.planners import make_workload_planner
-from zerohop.workloads.word_counts import WordCounts
-from zerohop.workloads.worker_load import worker_setup
+from zerohop.workloads.kind_planner import make_workload_planner
+from zerohop.workloads.planners.worker_load import worker_setup
 
 WORKLOAD = """\
 kind: short_query_flood

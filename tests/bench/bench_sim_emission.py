@@ -55,8 +55,8 @@ import psutil
 from emission_client import ClientLoad, client_process, request_bytes
 from loopback_floor import Floor, FloorSpec, measure_floor, pin
 
+from zerohop.sim.cost_model.profiles import Roofline, load_profiles
 from zerohop.sim.launcher import SimProcess, start_sim
-from zerohop.sim.profiles import Roofline, load_profiles
 
 CPU_GOAL_US = 3.0
 LAG_GOAL_FACTOR = 1.5

@@ -27,10 +27,10 @@ from typing import ClassVar
 
 from emission_client import ClientLoad, request_bytes
 
-from zerohop.sim.app import SimApp
 from zerohop.sim.config import SimConfig
-from zerohop.sim.engine import Engine
-from zerohop.sim.http_server import HttpConnection, RunNow
+from zerohop.sim.engine.engine import Engine
+from zerohop.sim.serving.app import SimApp
+from zerohop.sim.serving.http_server import HttpConnection, RunNow
 
 
 class _Transport:

@@ -13,8 +13,9 @@ from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import ContentDelta, Terminator, Usage
 from zerohop.client.sse import SSEParser
 from zerohop.core.apis import API_ENTRIES, ApiEntry, api_entry, register_api
-from zerohop.sim.answer_plan import PLAIN_ANSWER
-from zerohop.sim.api_routes import BODY_FORMS, api_routes
+from zerohop.sim.answers.answer_plan import PLAIN_ANSWER
+from zerohop.sim.answers.api_routes import api_routes
+from zerohop.sim.answers.body_forms import body_form_names
 
 from .test_protocols import STREAMS_DIR, decode_stream, item_json
 
@@ -44,7 +45,7 @@ def test_the_sim_serves_each_registered_api_on_its_path() -> None:
     routes = api_routes()
     assert set(routes) == {entry.embedded_path for entry in API_ENTRIES.values()}
     for entry in API_ENTRIES.values():
-        assert routes[entry.embedded_path].form == entry.embedded_form in BODY_FORMS
+        assert routes[entry.embedded_path].form == entry.embedded_form in body_form_names()
 
 
 @pytest.mark.parametrize("name", list(API_ENTRIES))

@@ -13,7 +13,7 @@ from zerohop.client.http_stream import END_COMPLETE, RawExchange
 from zerohop.client.measure import build_record
 from zerohop.core import records as rec
 from zerohop.core.records import ClockAnchor, RequestRecord
-from zerohop.sim.api_shapes import ChatShape, CompletionShape, MessagesShape
+from zerohop.sim.answers.api_shapes import ChatShape, CompletionShape, MessagesShape
 
 pytestmark = pytest.mark.unit
 MS = 1_000_000

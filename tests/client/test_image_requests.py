@@ -13,7 +13,7 @@ from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.llm_client import RequestSpec, spec_record
 from zerohop.client.protocols import GenerationRequest
 from zerohop.core.images import EncodedImage
-from zerohop.workloads.image_spec import ImageSource, ImageSpec
+from zerohop.workloads.schema.image_spec import ImageSource, ImageSpec
 
 pytestmark = pytest.mark.unit
 

@@ -17,8 +17,8 @@ from zerohop.client.protocols import (
     Usage,
 )
 from zerohop.client.sse import SSEEvent
-from zerohop.sim.responses_shape import responses_messages
-from zerohop.sim.tokens import count_chat_tokens
+from zerohop.sim.answers.responses_shape import responses_messages
+from zerohop.sim.answers.tokens import count_chat_tokens
 
 pytestmark = pytest.mark.unit
 

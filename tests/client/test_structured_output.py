@@ -13,7 +13,7 @@ from zerohop.client.protocols import GenerationRequest
 from zerohop.client.structured_output import judge_answer, request_format
 from zerohop.core import records as rec
 from zerohop.core.json_schema import check_schema, schema_violation
-from zerohop.sim.structured_answer import requested_schema, schema_frame
+from zerohop.sim.answers.structured_answer import requested_schema, schema_frame
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 import zerohop
 from tests.run_fixtures import RunFactory
-from zerohop.analysis.compare import CompareSettings, compare_runs
+from zerohop.analysis.comparison.compare import CompareSettings, compare_runs
 from zerohop.analysis.run_analysis import analyse_run
 from zerohop.core import records
 from zerohop.core.metrics import (

@@ -180,7 +180,7 @@ def toy_vendor_api() -> Iterator[None]:
                         structured_output=False, key_env=TOY_KEY_ENV)
     apis.register_api(apis.ApiEntry(
         spec, "zerohop.client.openai_adapters:OpenAIChatAdapter", "/v1/toy-vendor", "chat",
-        "zerohop.sim.answer_shapes:chat_shape", "vllm_chat_usage"))
+        "zerohop.sim.answers.answer_shapes:chat_shape", "vllm_chat_usage"))
     try:
         yield
     finally:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from zerohop.analysis.latency.slo import good_mask, parse_slos
 from zerohop.analysis.run_data import frame_from_rows
-from zerohop.analysis.slo import good_mask, parse_slos
 from zerohop.cli import cli
 from zerohop.core.slo import (
     SloError,

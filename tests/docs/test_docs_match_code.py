@@ -27,18 +27,20 @@ FIGURES: tuple[tuple[str, str, str, str, object], ...] = (
      "loadgen/runtime", "SEND_INTERVAL_S", 1.0),
     ("docs/design.md", "parses only the newest 200 lines of each sink per refresh",
      "runner/progress", "TTFT_SAMPLE_LINES", 200),
-    ("docs/design.md", "past 50 ms (`RESYNC_NS`)", "sim/engine", "RESYNC_NS", 50_000_000),
-    ("docs/design.md", "between 20 µs and `timer_spin_us`", "sim/step_timer", "MIN_LEAD_NS",
+    ("docs/design.md", "past 50 ms (`RESYNC_NS`)", "sim/engine/engine", "RESYNC_NS", 50_000_000),
+    ("docs/design.md", "between 20 µs and `timer_spin_us`", "sim/engine/step_timer", "MIN_LEAD_NS",
      20_000),
     ("docs/design.md", "resolved once per 30 s", "client/http_stream", "RESOLVE_TTL_S", 30.0),
     ("docs/design.md", "p50 = ranks 40–60 %, p90 = 85–95 %, p99 = the top 2 %",
-     "analysis/time_budget", "BANDS", (("p50", 0.40, 0.60), ("p90", 0.85, 0.95),
+     "analysis/server/time_budget", "BANDS", (("p50", 0.40, 0.60), ("p90", 0.85, 0.95),
                                        ("p99", 0.98, 1.0))),
-    ("docs/design.md", "a band needs 3 requests", "analysis/time_budget", "MIN_BAND_REQUESTS", 3),
-    ("docs/design.md", "| `loadgen_loop_lag_ms` (stat=mean)", "analysis/time_budget",
+    ("docs/design.md", "a band needs 3 requests", "analysis/server/time_budget",
+     "MIN_BAND_REQUESTS", 3),
+    ("docs/design.md", "| `loadgen_loop_lag_ms` (stat=mean)", "analysis/server/time_budget",
      "LOOP_LAG_METRIC", "loadgen_loop_lag_ms"),
-    ("docs/design.md", "a full stop every 12", "workloads/prompts", "WORDS_PER_SENTENCE", 12),
-    ("docs/design.md", "misses the asked size by more than 3 %", "analysis/token_counts",
+    ("docs/design.md", "a full stop every 12", "workloads/content/prompts",
+     "WORDS_PER_SENTENCE", 12),
+    ("docs/design.md", "misses the asked size by more than 3 %", "analysis/latency/token_counts",
      "INPUT_ERROR_FLAG_PCT", 3.0),
     ("docs/design.md", "| `tokenize` | the target's", "loadgen/prompt_sizing",
      "SIZED_BY_TOKENIZE", "tokenize"),
@@ -126,7 +128,7 @@ def test_a_results_section_that_leaves_out_a_file_or_names_a_stray_one_is_report
     doc = ("## The results folder\n`manifest.json`, `records/*.jsonl`, `requests.parquet`,"
            " `telemetry/*.jsonl`, `telemetry.parquet`, `microbench.json`, `locust.log`,"
            " `report.html`, `summary.json`, `results.csv`, `selfcheck.json`, `plan.json`,"
-           " `probe/*.jsonl`, `live/*.jsonl`,"
+           " `probe/*.jsonl`, `live/*.jsonl`, `not_sent/*.jsonl`,"
            " `phases.json`, `answers.json`, `stray.json`\n"
            "## Next\n"
            "`ground_truth.jsonl`\n")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tests.fleet.guidellm_rule import GuideLLMRule
-from zerohop.analysis.saturation import Observation, SaturationDetector
+from zerohop.analysis.server.saturation import Observation, SaturationDetector
 from zerohop.fleet.arrivals import OfferedLoad
 from zerohop.fleet.clock import FleetClock
 from zerohop.fleet.outcomes import Outcomes
@@ -64,7 +64,7 @@ def _burst(base: float, peak: float, at_s: float, length_s: float) -> Shape:
 
 
 def cases(nightly_s: float = 600.0) -> list[Case]:
-    """The planted cases: four overloads, then three controls."""
+    """The planted cases: four overloads, then four controls."""
     return [
         Case("overload from the start (1.5x)", CHAT, 120, _flat(1.5), 0.0),
         Case("rising 0.5x -> 1.5x over 240 s", CHAT, 240, _ramp(0.5, 1.5, 240), 120.0),
@@ -73,6 +73,7 @@ def cases(nightly_s: float = 600.0) -> list[Case]:
         Case(f"80 % of capacity, {nightly_s:.0f} s", CHAT, nightly_s, _flat(0.8), None),
         Case("burst 2x for 10 s, then 0.6x", CHAT, 180, _burst(0.6, 2.0, 60, 10), None),
         Case("long contexts at 60 %", LONG, 300, _flat(0.6), None),
+        Case("long contexts at 85 %", LONG, 300, _flat(0.85), None),
     ]
 
 

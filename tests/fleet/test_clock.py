@@ -13,7 +13,7 @@ import pytest
 from zerohop.fleet.layer_model import LayerSpec
 from zerohop.fleet.run import SimulationPlan, SimulationResult, run_simulation
 from zerohop.sim.config import SimConfig
-from zerohop.sim.engine import Engine
+from zerohop.sim.engine.engine import Engine
 
 pytestmark = pytest.mark.unit
 

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from tests.fleet.test_clock import simulate
-from zerohop.analysis.time_budget import BANDS, time_budget
+from zerohop.analysis.server.time_budget import BANDS, time_budget
 from zerohop.fleet.layer_model import LayerSpec
 from zerohop.sim.config import SimConfig
-from zerohop.sim.engine import Engine
+from zerohop.sim.engine.engine import Engine
 
 pytestmark = pytest.mark.unit
 

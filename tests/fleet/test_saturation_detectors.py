@@ -27,7 +27,8 @@ def test_overloads_are_found_sooner_than_by_the_published_rule(prefix: str) -> N
         assert theirs is None or ours < theirs, (seed, outcome)
 
 
-@pytest.mark.parametrize("prefix", ["80 %", "burst", "long contexts at 60 %"])
+@pytest.mark.parametrize("prefix", ["80 %", "burst", "long contexts at 60 %",
+                                    "long contexts at 85 %"])
 def test_no_false_alarm_in_a_control(prefix: str) -> None:
     case = _case(prefix)
     for seed in SEEDS:

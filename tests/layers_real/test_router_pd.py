@@ -17,9 +17,9 @@ import pytest
 
 from tests.main_job.test_run_command import zerohop
 from tests.real_layers import start_vllm_router_pd
-from zerohop.analysis.pd_split import PD_PARTS, REMAINDER, pd_frame
+from zerohop.analysis.server.pd_split import PD_PARTS, REMAINDER, pd_frame
+from zerohop.sim.cost_model.profiles import load_profiles
 from zerohop.sim.pd_roles import kv_transfer_ms
-from zerohop.sim.profiles import load_profiles
 
 EMBEDDED_MODEL = "llama-3.1-8b"  # the embedded target's (zerohop/data/embedded_target.yaml)
 BANDWIDTH_GBPS, LATENCY_MS = 10.0, 2.0

@@ -16,8 +16,8 @@ import pytest
 
 from tests.main_job.test_run_command import assert_one_line_error, zerohop
 from zerohop.workloads.inputs import load_workloads
-from zerohop.workloads.planners import make_workload_planner
-from zerohop.workloads.worker_load import worker_setup
+from zerohop.workloads.kind_planner import make_workload_planner
+from zerohop.workloads.planners.worker_load import worker_setup
 
 pytestmark = pytest.mark.integration
 

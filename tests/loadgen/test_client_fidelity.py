@@ -40,7 +40,7 @@ import pytest
 
 from tests.loadgen.conftest import LOADTESTS, only_run_dir
 from tests.loadgen.fidelity_workload import fidelity_workload
-from zerohop.analysis.fidelity_check import TimingErrors, timing_errors
+from zerohop.analysis.client.fidelity_check import TimingErrors, timing_errors
 from zerohop.sim.embedded import start_embedded_target
 from zerohop.storage.selfcheck_files import read_client_timings, read_ground_truth
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.loadgen.conftest import only_run_dir
 from tests.targets.quirky_server import CHAT_OVERHEAD, MODEL, quirky_server
-from zerohop.workloads.prompts import PromptBuilder
+from zerohop.workloads.content.prompts import PromptBuilder
 
 pytestmark = pytest.mark.integration
 

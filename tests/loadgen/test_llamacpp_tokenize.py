@@ -22,9 +22,9 @@ from zerohop.loadgen.llamacpp_tokenize import (
     vllm_shaped_answer,
 )
 from zerohop.loadgen.prompt_sizing import SIZED_BY_TOKENIZE, probe_tokenize
-from zerohop.sim.tokenize import tokenize_response
-from zerohop.sim.tokens import count_chat_tokens, count_prompt_tokens
-from zerohop.workloads.prompts import PromptBuilder
+from zerohop.sim.answers.tokenize import tokenize_response
+from zerohop.sim.answers.tokens import count_chat_tokens, count_prompt_tokens
+from zerohop.workloads.content.prompts import PromptBuilder
 
 pytestmark = pytest.mark.unit
 

@@ -21,7 +21,7 @@ import pytest
 from tests.loadgen.conftest import only_run_dir
 from zerohop.analysis.run_analysis import analyse_run
 from zerohop.storage.run_reader import load_run
-from zerohop.workloads.traces import read_trace
+from zerohop.workloads.timing.traces import read_trace
 
 pytestmark = pytest.mark.integration  # real Locust processes and the embedded target
 

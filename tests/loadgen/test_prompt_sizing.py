@@ -26,10 +26,10 @@ from zerohop.loadgen.prompt_sizing import (
     sizing_from_tokenizer,
 )
 from zerohop.loadgen.tokenize_words import request_body, word_runs
-from zerohop.sim.tokenize import tokenize_response
-from zerohop.sim.tokens import count_chat_tokens, count_prompt_tokens
-from zerohop.workloads.local_tokenizer import load_local_tokenizer
-from zerohop.workloads.prompts import PromptBuilder, TokenCalibration
+from zerohop.sim.answers.tokenize import tokenize_response
+from zerohop.sim.answers.tokens import count_chat_tokens, count_prompt_tokens
+from zerohop.workloads.content.local_tokenizer import load_local_tokenizer
+from zerohop.workloads.content.prompts import PromptBuilder, TokenCalibration
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import time
 import gevent
 import pytest
 
-from zerohop.loadgen.run_limits import ConcurrencyCap, RequestBudget, share
+from zerohop.loadgen.run_limits import ConcurrencyCap, RequestBudget, held_at_cap, share
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +93,24 @@ def test_a_saturated_cap_serves_each_workload_in_proportion_to_its_rate() -> Non
 def _hold_then_release(cap: ConcurrencyCap) -> None:
     gevent.sleep(0.001)
     cap.release()
+
+
+def test_closing_the_cap_turns_every_waiting_arrival_away() -> None:
+    """The end of the run's window: the arrivals still waiting get no slot (acquire
+    returns None: the dispatcher keeps them as not sent), the one in flight keeps its
+    own, and a later arrival does not wait."""
+    cap = ConcurrencyCap(1)
+    rt = type("Runtime", (), {"extras": {"concurrency_cap": cap}})()
+    start = time.perf_counter_ns()
+    assert cap.acquire(start) == 0  # in flight
+    got: dict[int, int | None] = {}
+    waiting = [gevent.spawn(lambda i: got.__setitem__(i, cap.acquire(start + i)), i)
+               for i in (3, 1, 2)]
+    gevent.sleep(0)
+    assert held_at_cap(rt) == (3, start + 1)  # the oldest due first
+    cap.close()
+    gevent.joinall(waiting)
+    assert got == {1: None, 2: None, 3: None} and held_at_cap(rt) == (0, None)
+    assert cap.acquire(start + 4) is None
+    cap.release()  # the one in flight ends: nothing was handed over
+    assert cap.waiting == 0

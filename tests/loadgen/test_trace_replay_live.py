@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from tests.loadgen.conftest import only_run_dir, run_locust
-from zerohop.workloads.data_paths import package_data_dir
-from zerohop.workloads.traces import read_trace, replay_window
+from zerohop.workloads.schema.data_paths import package_data_dir
+from zerohop.workloads.timing.traces import read_trace, replay_window
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TRACE = package_data_dir() / "traces" / "azure_conv_first3600.csv"

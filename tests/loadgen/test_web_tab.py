@@ -1,5 +1,5 @@
 """The zerohop tab of a real Locust web UI: an empty Host, live exact percentiles, the
-report after the stop (src/zerohop/loadgen/web_tab.py)."""
+live saturation verdict, the report after the stop (src/zerohop/loadgen/web_tab.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ def test_empty_host_runs_the_embedded_target_and_the_tab_has_exact_percentiles(
         tab = next(e for e in polled["extended_stats"] if e["key"] == "zerohop")
         names = [row["workload"] for row in tab["data"]]
         assert names[0] == "short_query_flood" and "Results folder" in names
+        # two users keep up: the live verdict, in the progress line's words
+        assert {"workload": "Saturation", "note": "keeping up"} in tab["data"]
+        assert ui.get("/zerohop/stats")["saturation"]["saturated"] is False
 
         assert ui.post("/stop")["success"]
         final = wait_for(lambda: _report_done(ui), RUN_TIMEOUT_S, "the report after the stop")

@@ -142,7 +142,7 @@ def test_users_on_the_command_line_make_every_workload_closed_loop() -> None:
     classes = [SimpleNamespace(weight=s.weight, workload_kind=s.kind, spec=s) for s in specs]
     for by_weight, kinds in ((True, {"closed"}), (False, {"open", "closed", "trace"})):
         environment = SimpleNamespace(user_classes=classes, parsed_options=SimpleNamespace(
-            zh_rate_override=0.0, zh_users_by_weight=by_weight))
+            zh_rate=0.0, zh_users_by_weight=by_weight))
         loads = [_with_load_override(environment, c, c.spec).load for c in classes]
         assert {load.kind for load in loads} == kinds
 
@@ -153,9 +153,9 @@ def test_the_override_is_the_flag_or_a_rate_that_replaces_the_load_sections() ->
         return SimpleNamespace(parsed_options=SimpleNamespace(**options))
 
     assert users_by_weight(SimpleNamespace()) is False  # library use: the files decide
-    assert users_by_weight(environment(zh_users_by_weight=False, zh_rate_override=0.0)) is False
-    assert users_by_weight(environment(zh_users_by_weight=True, zh_rate_override=0.0)) is True
-    assert users_by_weight(environment(zh_users_by_weight=False, zh_rate_override=20.0)) is True
+    assert users_by_weight(environment(zh_users_by_weight=False, zh_rate=0.0)) is False
+    assert users_by_weight(environment(zh_users_by_weight=True, zh_rate=0.0)) is True
+    assert users_by_weight(environment(zh_users_by_weight=False, zh_rate=20.0)) is True
 
 
 @pytest.mark.unit
@@ -363,11 +363,11 @@ def test_rate_is_the_total_offered_over_every_workload_trace_replay_included() -
     from collections import Counter
 
     from zerohop.loadgen.workload_binding import _with_load_override
-    from zerohop.workloads.traces import read_trace, replay_window
+    from zerohop.workloads.timing.traces import read_trace, replay_window
 
     specs = load_workloads([Path(__file__).resolve().parents[2] / "workloads" / "all.yaml"])
     classes = [SimpleNamespace(weight=s.weight, workload_kind=s.kind, spec=s) for s in specs]
-    environment = SimpleNamespace(parsed_options=SimpleNamespace(zh_rate_override=20.0),
+    environment = SimpleNamespace(parsed_options=SimpleNamespace(zh_rate=20.0),
                                   user_classes=classes)
     total_weight = sum(s.weight for s in specs)
     offered = 0.0
@@ -389,7 +389,7 @@ def test_rate_is_the_total_offered_over_every_workload_trace_replay_included() -
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("options", [{"zh_request_count": 200}, {"run_time": 10}])
+@pytest.mark.parametrize("options", [{"zh_requests": 200}, {"run_time": 10}])
 def test_a_trace_replay_offers_its_share_over_what_the_run_plays(options: dict[str, Any]
                                                                  ) -> None:
     """A run shorter than the trace's window plays its first seconds, which are not
@@ -399,7 +399,7 @@ def test_a_trace_replay_offers_its_share_over_what_the_run_plays(options: dict[s
     from collections import Counter
 
     from zerohop.loadgen.workload_binding import _with_load_override
-    from zerohop.workloads.traces import read_trace, replay_window
+    from zerohop.workloads.timing.traces import read_trace, replay_window
 
     shipped = Path(__file__).resolve().parents[2] / "workloads"
     specs = load_workloads([shipped / f"{name}.yaml" for name in (  # the default run's
@@ -407,7 +407,7 @@ def test_a_trace_replay_offers_its_share_over_what_the_run_plays(options: dict[s
     (trace,) = [s for s in specs if s.kind == "trace_replay"]
     classes = [SimpleNamespace(weight=s.weight, workload_kind=s.kind) for s in specs]
     environment = SimpleNamespace(user_classes=classes, parsed_options=SimpleNamespace(
-        zh_rate_override=20.0, **options))
+        zh_rate=20.0, **options))
     mine = SimpleNamespace(weight=trace.weight, workload_kind=trace.kind)
     spec = _with_load_override(environment, mine, trace)
     share = 20.0 * trace.weight / sum(s.weight for s in specs)

@@ -15,7 +15,7 @@ import pytest
 from tests.analysis.test_answers import wilson_by_roots
 from tests.main_job.test_run_command import zerohop
 from zerohop.loadgen.answer_probe import ANSWER_SEED, answer_prompts
-from zerohop.sim.greedy_answer import greedy_answer
+from zerohop.sim.answers.greedy_answer import greedy_answer
 
 pytestmark = pytest.mark.integration
 

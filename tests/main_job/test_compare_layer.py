@@ -60,7 +60,7 @@ def test_interleaved_compare_layer_prices_a_5ms_layer_in_one_run(tmp_path: Path)
 def _the_budget_prices_the_hop_per_arm(run_dir: Path, layer_mean_ms: float) -> None:
     """The time budget's hop on the layer's arm is the layer's own time (about 5 ms), not
     half of it pooled with the direct arm; the direct arm has none."""
-    from zerohop.analysis.time_budget import time_budget
+    from zerohop.analysis.server.time_budget import time_budget
     from zerohop.storage.run_reader import load_run
 
     run = load_run(run_dir)

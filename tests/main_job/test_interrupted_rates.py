@@ -20,7 +20,7 @@ from tests.reliability.conftest import (
     wait_for,
     zerohop_cmd,
 )
-from zerohop.analysis.run_summary import summarise_run
+from zerohop.analysis.latency.run_summary import summarise_run
 from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.integration

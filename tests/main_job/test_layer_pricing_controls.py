@@ -41,8 +41,8 @@ DELAY_SLACK_MS = 1.0  # the p99 interval within 1 ms of the delay (fixed in adva
 @pytest.mark.slow
 @pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_zero_and_tail_delay_layers_priced_per_percentile(tmp_path: Path) -> None:
-    from zerohop.analysis.arms import arm_comparisons, budget_dict
-    from zerohop.analysis.compare import CompareSettings
+    from zerohop.analysis.comparison.arms import arm_comparisons, budget_dict
+    from zerohop.analysis.comparison.compare import CompareSettings
     from zerohop.sim.embedded import start_embedded_target
     from zerohop.sim.launcher import start_proxy
     from zerohop.storage.run_reader import load_run

@@ -27,9 +27,9 @@ def test_the_probe_reaches_locust_through_the_plan(tmp_path: Path,
     assert (plan.probe_rate, plan.probe_idle_s) == (2.5, 7.0)
     assert _run_time(locust_command(plan, "http://127.0.0.1:9", tmp_path)) == "27s"
     write_plan(plan, tmp_path)
-    parsed = _read_back(tmp_path, {}, monkeypatch)
-    assert (parsed.zh_probe_rate, parsed.zh_probe_idle, parsed.zh_probe_prompt_tokens,
-            parsed.zh_probe_output_tokens) == (2.5, 7.0, 32, 8)
+    settings = _read_back(tmp_path, {}, monkeypatch)
+    assert (settings.probe_rate, settings.probe_idle_s, settings.probe_prompt_tokens,
+            settings.probe_output_tokens) == (2.5, 7.0, 32, 8)
 
 
 def test_without_a_probe_nothing_changes(tmp_path: Path,
@@ -38,7 +38,7 @@ def test_without_a_probe_nothing_changes(tmp_path: Path,
     assert plan.probe_rate == 0.0
     assert _run_time(locust_command(plan, "http://127.0.0.1:9", tmp_path)) == "20s"
     write_plan(plan, tmp_path)
-    assert _read_back(tmp_path, {}, monkeypatch).zh_probe_rate == 0.0
+    assert _read_back(tmp_path, {}, monkeypatch).probe_rate == 0.0
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -15,7 +15,7 @@ import pytest
 
 from tests.main_job.test_run_command import zerohop
 from tests.main_job.test_run_limits import only_run
-from zerohop.analysis.probe import summarise_probe
+from zerohop.analysis.comparison.probe import summarise_probe
 from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.integration  # runs `zerohop run` as a child process

@@ -94,3 +94,34 @@ def test_requests_beyond_a_finite_schedule_end_with_it(tmp_path: Path) -> None:
     records = pd.read_parquet(run / "requests.parquet")
     assert 0 < len(records) < 100000
     assert json.loads((run / "manifest.json").read_text())["status"] == "completed"
+
+
+def test_a_timed_run_counts_the_arrivals_its_cap_held_until_the_end(tmp_path: Path) -> None:
+    """`--rate 40 --max-concurrency 1` for 6 s: the target serves a few a second, the
+    rest of the schedule waits for the one slot. Every arrival due in the window is
+    offered, sent or not: those still waiting at the end are kept apart (not_sent/),
+    counted by the offered rate and by no other figure."""
+    res = zerohop("run", "--rate", "40", "--max-concurrency", "1", "--duration", "6s",
+                  "--only", "ShortQueryFlood", "--telemetry", "none", "--no-report",
+                  "--results-dir", str(tmp_path))
+    assert res.returncode == 0, res.stderr[-3000:]
+    run = only_run(tmp_path)
+    records = pd.read_parquet(run / "requests.parquet")
+    held = pd.DataFrame([json.loads(line) for path in (run / "not_sent").glob("*.jsonl")
+                         for line in path.read_text().splitlines()])
+    summary = json.loads((run / "summary.json").read_text())
+    assert (records["outcome"] == "ok").all()  # what was sent; the held are no error
+    assert len(held) > len(records)  # 40 req/s into one slot: most never left
+    assert (held["outcome"] == "not_sent").all() and held["sent_ts"].isna().all()
+    assert summary["run"]["load"]["not_sent"] == len(held)
+
+    start, end = summary["window"]["start_ts"], summary["window"]["end_ts"]
+    due = pd.concat([records["scheduled_ts"], held["scheduled_ts"]])
+    in_window = int(((due >= start) & (due < end)).sum())
+    [flood] = summary["workloads"]
+    offered = flood["rates"]["offered_rps"]
+    assert offered == pytest.approx(in_window / (end - start))
+    assert abs(in_window - 40 * (end - start)) <= 4 * (40 * (end - start)) ** 0.5  # Poisson
+    assert flood["rates"]["req_per_s"] < offered / 2
+    assert flood["requests"] == len(records) and flood["errors"] == 0
+    assert "cap held back" in res.stdout + res.stderr

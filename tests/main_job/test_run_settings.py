@@ -41,27 +41,35 @@ def _declared_flags(tree: ast.AST) -> list[tuple[str, int]]:
     return found
 
 
-def _other_command(tree: ast.AST) -> bool:
-    """Whether a module is another zerohop command (`zerohop sweep --workload` is that
-    command's own flag)."""
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("command", "group")
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "click"):
-            name = node.args[0] if node.args else None
-            if not (isinstance(name, ast.Constant) and name.value == "run"):
-                return True
-    return False
+# flags of the same spelling that other commands declare with another meaning
+OTHER_MEANING = {
+    ("cli/locustfile.py", "--only"),  # which locustfile to print
+    ("cli/simulate.py", "--workload"),  # one file, required
+    ("cli/simulate.py", "--replicas"),  # the modelled fleet's replicas, no layer comparison
+    ("microbench/microbench_command.py", "--only"),  # which microbenchmarks
+    ("planning/capacity_cli.py", "--slo"),  # required: what the capacity is judged by
+    ("planning/sweep_cli.py", "--users"),  # a list of concurrencies, one per point
+    ("proxy/proxy_command.py", "--route"),  # the proxy's one policy
+    ("proxy/proxy_command.py", "--host"),  # the address it binds
+    ("proxy/proxy_command.py", "--max-concurrency"),  # the proxy's own limit
+    ("report/report_commands.py", "--seed"),  # the bootstrap's
+    ("sim/sim_command.py", "--model"),  # the model the target serves
+    ("sim/sim_command.py", "--host"),  # the address it binds
+    ("sim/sim_command.py", "--seed"),  # the engine model's
+    ("telemetry/exporter.py", "--host"),  # the address it binds
+}
 
 
 def test_no_run_flag_is_declared_outside_the_settings_model() -> None:
+    """`zerohop run`, Locust, selfcheck, sweep and simulate take the run's flags from
+    the settings model; any other command's flag of the same spelling means another
+    thing, and says what."""
     twice = []
     for path in sorted(SRC.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        if _other_command(tree):
-            continue
-        twice += [f"{path.relative_to(SRC)}:{line} {flag}"
-                  for flag, line in _declared_flags(tree) if flag in RUN_FLAGS]
+        module = str(path.relative_to(SRC))
+        twice += [f"{module}:{line} {flag}"
+                  for flag, line in _declared_flags(ast.parse(path.read_text()))
+                  if flag in RUN_FLAGS and (module, flag) not in OTHER_MEANING]
     assert twice == [], "declare these in loadgen/run_settings.py only"
 
 
@@ -70,7 +78,18 @@ def test_the_scan_finds_a_declaration_it_should_refuse() -> None:
     tree = ast.parse('import click\n@click.option("--tokenizer")\ndef f(): ...\n'
                      'parser.add_argument("--seed", dest="zh_seed")\n')
     assert [flag for flag, _ in _declared_flags(tree)] == ["--tokenizer", "--seed"]
-    assert not _other_command(tree)
+
+
+def test_the_subcommands_take_the_run_flags_from_the_model() -> None:
+    """The seed's default exists once: each command that takes --seed for a run shows
+    the model's."""
+    from zerohop.cli.selfcheck import selfcheck_command
+    from zerohop.cli.simulate import simulate_command
+    from zerohop.planning.sweep_cli import sweep_command
+
+    for command in (run_command, selfcheck_command, sweep_command, simulate_command):
+        seed = next(p for p in command.params if p.name == "seed")
+        assert (seed.opts, seed.default) == (["--seed"], RunSettings().seed), command.name
 
 
 def test_the_run_command_is_the_settings_model() -> None:
@@ -122,42 +141,64 @@ def _plan(tmp_path: Path, *args: str) -> RunPlan:
         "run", ["--workload", str(wl), *args]).params))
 
 
-def _read_back(run_dir: Path, hidden: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
-               ) -> SimpleNamespace:
-    parsed = SimpleNamespace(**{**options.DEFAULTS, "zh_plan": str(run_dir / PLAN_FILE)})
-    monkeypatch.setenv(options.PLAN_SECRETS_ENV, json.dumps(hidden))
-    options.apply_plan(SimpleNamespace(parsed_options=parsed))
+def _parsed(run_dir: Path) -> SimpleNamespace:
+    """Locust's parsed options as its parser leaves them, with `--plan` given."""
+    recorder = _Recorder()
+    options.add_arguments(recorder)
+    parsed = SimpleNamespace(**{how["dest"]: how["default"] for how in recorder.flags.values()})
+    parsed.zh_plan = str(run_dir / PLAN_FILE)
     return parsed
+
+
+def _read_back(run_dir: Path, hidden: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+               ) -> RunSettings:
+    environment = SimpleNamespace(parsed_options=_parsed(run_dir))
+    monkeypatch.setenv(options.PLAN_SECRETS_ENV, json.dumps(hidden))
+    options.apply_plan(environment)
+    return options.run_settings(environment)
 
 
 def test_locust_reads_the_plan_not_a_copy_of_the_flags(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     plan = _plan(tmp_path, "--rate", "3.5", "--requests", "40", "--max-concurrency", "6",
                  "--seed", "9", "--api", "openai-completions", "--model", "m1",
-                 "--slo", "ttft_p99_ms=500,tpot_p99_ms=50", "--telemetry", "loadgen")
+                 "--slo", "ttft_p99_ms=500,tpot_p99_ms=50", "--telemetry", "loadgen",
+                 "--sim-args", "--time-scale '4'")
     plan.tokenizer = tmp_path / "tok.json"  # the CLI would read it; this test need not
     cmd = locust_command(plan, "http://127.0.0.1:9", tmp_path)
     assert {a for a in cmd if a.startswith("--")} & RUN_FLAGS <= LOCUST_OWN
     assert cmd[cmd.index("--plan") + 1] == str(tmp_path / PLAN_FILE)
     hidden = write_plan(plan, tmp_path)
     assert hidden == {}
-    parsed = _read_back(tmp_path, hidden, monkeypatch)
-    assert parsed.zh_workload == [str(plan.workloads[0])]
-    assert (parsed.zh_api, parsed.zh_model, parsed.zh_seed) == ("openai-completions", "m1", 9)
-    assert parsed.zh_slo == "ttft_p99_ms=500,tpot_p99_ms=50"
-    assert parsed.zh_telemetry == "loadgen"
-    assert parsed.zh_tokenizer == str(tmp_path / "tok.json")
-    assert (parsed.zh_rate_override, parsed.zh_request_count,
-            parsed.zh_max_concurrency) == (3.5, 40, 6)
+    settings = _read_back(tmp_path, hidden, monkeypatch)
+    assert settings.workloads == (plan.workloads[0],)
+    assert (settings.api, settings.model, settings.seed) == ("openai-completions", "m1", 9)
+    assert settings.slo_targets == {"ttft_p99_ms": 500.0, "tpot_p99_ms": 50.0}
+    assert settings.telemetry == "loadgen"
+    assert settings.sim_argv == ["--time-scale", "4"]
+    assert settings.tokenizer == tmp_path / "tok.json"
+    assert (settings.rate, settings.requests, settings.max_concurrency) == (3.5, 40, 6)
 
 
-def test_a_plan_without_limits_reads_as_locusts_defaults(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch,
-                                                          ) -> None:
+def test_a_plan_without_limits_reads_as_no_limits(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     write_plan(_plan(tmp_path, "--users", "2"), tmp_path)
-    parsed = _read_back(tmp_path, {}, monkeypatch)
-    assert (parsed.zh_rate_override, parsed.zh_request_count, parsed.zh_max_concurrency,
-            parsed.zh_tokenizer, parsed.zh_slo, parsed.zh_model) == (0.0, 0, 0, "", "", "")
+    settings = _read_back(tmp_path, {}, monkeypatch)
+    assert (settings.rate, settings.requests, settings.max_concurrency,
+            settings.tokenizer, settings.slo, settings.model) == (None, None, None, None, "", "")
+
+
+def test_locust_by_hand_reads_its_flags_as_the_settings() -> None:
+    """No plan: Locust's own defaults (its telemetry is the target's /metrics alone),
+    and a flag given is typed as its field declares."""
+    parsed = _parsed(Path("unused"))
+    parsed.zh_plan = ""
+    assert options.run_settings(SimpleNamespace(parsed_options=parsed)) == RunSettings(
+        telemetry="prom")
+    parsed.zh_workloads, parsed.zh_rate = ["a.yaml", "b.yaml"], 2.0
+    settings = options.run_settings(SimpleNamespace(parsed_options=parsed))
+    assert (settings.workloads, settings.rate) == ((Path("a.yaml"), Path("b.yaml")), 2.0)
+    assert options.run_settings(SimpleNamespace()) == RunSettings(telemetry="prom")
 
 
 def test_plan_json_holds_no_secret_and_locust_still_gets_it(
@@ -170,11 +211,10 @@ def test_plan_json_holds_no_secret_and_locust_still_gets_it(
     assert "hunter2secret" not in written and "pa55word1" not in written
     assert json.loads(written)["telemetry"] == "prom=http://***@metrics.example:9400/metrics"
     assert set(hidden) == {"host", "telemetry"}
-    assert _read_back(tmp_path, hidden, monkeypatch).zh_telemetry == f"prom={url}"
+    assert _read_back(tmp_path, hidden, monkeypatch).telemetry == f"prom={url}"
 
 
 def test_an_unreadable_plan_is_one_line_that_names_it(tmp_path: Path) -> None:
     (tmp_path / PLAN_FILE).write_text("{not json")
-    parsed = SimpleNamespace(**{**options.DEFAULTS, "zh_plan": str(tmp_path / PLAN_FILE)})
     with pytest.raises(ValueError, match=r"--plan .*plan\.json"):
-        options.apply_plan(SimpleNamespace(parsed_options=parsed))
+        options.apply_plan(SimpleNamespace(parsed_options=_parsed(tmp_path)))

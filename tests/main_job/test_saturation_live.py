@@ -45,6 +45,17 @@ def test_the_feed_counts_each_attempt_once_from_its_schedule() -> None:
     assert feed.line(dropped=0)["oldest_wait_s"] is None
 
 
+def test_arrivals_waiting_for_a_cap_slot_are_offered_and_waiting_since_due() -> None:
+    feed = LiveFeed()
+    now = time.perf_counter_ns()
+    sent = feed.started(now - 1_000_000_000)
+    feed.first_content(sent, True)
+    line = feed.line(dropped=0, held=7, held_since_ns=now - 9_000_000_000)
+    assert (line["offered"], line["answered"]) == (8, 1)  # the 7 held: offered, unanswered
+    assert line["oldest_wait_s"] == pytest.approx(9.0, abs=0.5)  # from their due time
+    assert feed.line(dropped=0)["oldest_wait_s"] is None  # none held, none waiting
+
+
 def feed_line(ts: float, served_share: float, second: int, rate: int = 20) -> dict[str, Any]:
     """One process's line after `second` seconds of `rate` arrivals a second, of which
     `served_share` were answered (FIFO: the oldest waiting arrived backlog/rate ago)."""

@@ -32,13 +32,13 @@ import pytest
 from tests.analysis.certificate_fixtures import OPEN, figures
 from tests.cli_fork import ForkedZerohop
 from tests.loadgen.test_client_fidelity import stall_probe
-from zerohop.analysis.client_certificate import (
+from zerohop.analysis.client.client_certificate import (
     Bounds,
     certificate_document,
     judge,
     schedule_lag_p99_ms,
 )
-from zerohop.analysis.fidelity_check import timing_errors
+from zerohop.analysis.client.fidelity_check import timing_errors
 from zerohop.core.apis import DEFAULT_API
 from zerohop.core.layout import GROUND_TRUTH_FILE, SELFCHECK_FILE
 from zerohop.runner.plan import RunPlan

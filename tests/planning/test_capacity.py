@@ -172,7 +172,8 @@ def test_a_layer_sweep_point_is_judged_on_its_direct_arm_at_every_arms_throughpu
     served them all), and the index's offered rate (the direct share) scaled back."""
     import pyarrow.parquet as pq
 
-    run_dir = write_fake_run(tmp_path, "layered", rate_rps=9.0, ttft_ms=30.0)
+    # 120 direct requests: enough for the p99 below (core.metrics.needed_n)
+    run_dir = write_fake_run(tmp_path, "layered", rate_rps=9.0, ttft_ms=30.0, duration_s=40.0)
     table = pq.read_table(run_dir / "requests.parquet").to_pandas()
     arms = np.array(["direct", "control", "router"])[np.arange(len(table)) % 3]
     table["arm"] = arms
@@ -205,3 +206,66 @@ def test_the_capacity_axis_and_operating_point_are_the_measured_offered_rate() -
         assert chart.x_label == "req/s offered"
     line = next(line for line in summary_lines(plan) if line.startswith("operating point"))
     assert line.startswith("operating point: 12.8 req/s offered (the sweep's point 4 req/s)")
+
+
+def plain_ttft(run_dir: Path) -> np.ndarray:
+    """A point's TTFTs read straight from its records (the ok requests')."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(run_dir / "requests.parquet").to_pandas()
+    return table.loc[table["outcome"] == "ok", "ttft_ms"].dropna().to_numpy()
+
+
+def test_the_capacity_page_dashes_a_p99_its_point_has_too_few_requests_for(
+        tmp_path: Path) -> None:
+    """Each row's n and TTFT p50/p99 recomputed from the point's records: a dash where
+    n is below what the percentile needs (p50: 2, p99: 100), in the table and the curve."""
+    from zerohop.planning.capacity_page import capacity_page
+    from zerohop.report import formatting as fmt
+
+    folder = sweep_dir(tmp_path)
+    mode, points = measure_points(folder, {"ttft_p99_ms": 100.0})
+    plan = plan_capacity(points, {"ttft_p99_ms": 100.0}, Forecast(), mode)
+    page = capacity_page(plan, "now")
+    columns = page.context["columns"]
+    n_at, p50_at, p99_at = (columns.index(c) for c in ("n (TTFT)", "TTFT p50", "TTFT p99"))
+    dashed = []
+    for row, point in zip(page.context["rows"], plan.points, strict=True):
+        ttft = plain_ttft(Path(point.run_dir))
+        assert row["cells"][n_at] == f"{ttft.size:,}"
+        assert row["cells"][p50_at] == fmt.ms(float(np.percentile(ttft, 50)))
+        p99 = fmt.ms(float(np.percentile(ttft, 99))) if ttft.size >= 100 else fmt.DASH
+        assert row["cells"][p99_at] == p99
+        dashed.append(p99 == fmt.DASH)
+    assert dashed == [True, True, True, False, False, False]  # 20, 40, 80 requests: none
+    curve = next(c for c in page.charts if c.chart_id == "chart-capacity-ttft")
+    drawn = next(s for s in curve.series if s.label == "TTFT p99").values
+    assert [math.isnan(v) for v in drawn] == dashed
+    assert "p99 n ≥ 100" in page.context["notes"][-1]
+
+
+def test_a_point_its_run_found_saturated_is_no_operating_point(tmp_path: Path) -> None:
+    """The run's saturation verdict (its summary.json) takes a point out of the
+    candidates, and the plan, its page and its console say which and by which signal."""
+    from zerohop.core.layout import SUMMARY_FILE
+    from zerohop.planning.capacity_cli import summary_lines
+    from zerohop.planning.capacity_page import capacity_page
+
+    folder = sweep_dir(tmp_path)
+    slo = {"ttft_p99_ms": 100.0}
+    _, before = measure_points(folder, slo)
+    best = plan_capacity(before, slo, Forecast()).operating_point
+    assert best is not None
+    verdict = {"saturated": True, "signal": "first_token_wait", "since_s": 7.0}
+    (Path(best.run_dir) / SUMMARY_FILE).write_text(json.dumps({"saturation": verdict}))
+    mode, after = measure_points(folder, slo)
+    plan = plan_capacity(after, slo, Forecast(), mode)
+    assert plan.operating_point is not None and plan.operating_point.load != best.load
+    assert plan.operating_point.load < best.load  # the next best candidate below it
+    said = f"{best.load:g} (the first-token wait since 7 s)"
+    assert any(said in note for note in plan.notes)
+    assert any(said in line for line in summary_lines(plan))
+    rows = capacity_page(plan, "now").context["rows"]
+    verdicts = [row["cells"][-1] for row in rows]
+    assert verdicts == ["saturated: the first-token wait since 7 s" if p.load == best.load
+                        else "kept up" for p in plan.points]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -87,6 +88,30 @@ def test_saturation_rules() -> None:
     assert judge_saturation(point(4, achieved=7.5, mode="users"), [u2], rule) is None
     # a low absolute TTFT never counts as an explosion
     assert judge_saturation(point(4, ttft_p99=45), [point(1, ttft_p99=2)], rule) is None
+
+
+def test_a_short_points_p99_never_decides_its_saturation() -> None:
+    """TTFT growth is judged at the highest percentile both points have the requests
+    for (p99: 100, p90: 10, p50: 2); with none, not at all."""
+    rule = SaturationRule()
+
+    def short(load: float, n: int, p50: float, p90: float, p99: float) -> PointSummary:
+        return dataclasses.replace(point(load), requests=n, latency_n={"ttft_ms": n},
+                                   ttft_p50_ms=p50, ttft_p90_ms=p90, ttft_p99_ms=p99)
+
+    light = short(1, 40, 30.0, 35.0, 40.0)
+    # 40 requests: its p99 (their maximum) is 100× the lightest's, its p90 is not
+    assert judge_saturation(short(2, 40, 31.0, 40.0, 4000.0), [light], rule) is None
+    reason = judge_saturation(short(2, 40, 300.0, 900.0, 4000.0), [light], rule) or ""
+    assert reason.startswith("p90 TTFT 900 ms > 10× the lightest point's 35 ms")
+    assert "p99 needs n ≥ 100" in reason
+    # the point has 400 requests, the lightest 40: p90, the highest both support
+    assert judge_saturation(short(2, 400, 31.0, 40.0, 4000.0), [light], rule) is None
+    # a p99 both support decides
+    both = judge_saturation(short(2, 400, 31.0, 40.0, 4000.0), [short(1, 100, 30, 35, 40)], rule)
+    assert (both or "").startswith("p99 TTFT 4000 ms")
+    # 1 request supports no percentile: no growth test
+    assert judge_saturation(short(2, 1, 900.0, 900.0, 900.0), [short(1, 1, 3, 3, 3)], rule) is None
 
 
 def test_parse_loads() -> None:

@@ -44,8 +44,8 @@ from gevent.pool import Group  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
-from zerohop.analysis.compare import LogicalComparison  # noqa: E402
-from zerohop.analysis.policy import summarise_policy  # noqa: E402
+from zerohop.analysis.comparison.compare import LogicalComparison  # noqa: E402
+from zerohop.analysis.latency.policy import summarise_policy  # noqa: E402
 from zerohop.client.api_adapters import create_api_adapter  # noqa: E402
 from zerohop.client.http_stream import Timeouts  # noqa: E402
 from zerohop.client.llm_client import LLMClient, RequestSpec  # noqa: E402
@@ -56,7 +56,7 @@ from zerohop.core.records import ClockAnchor  # noqa: E402
 from zerohop.report.build import compare_dirs  # noqa: E402
 from zerohop.sim.launcher import start_sim  # noqa: E402
 from zerohop.storage import run_folder as results  # noqa: E402
-from zerohop.workloads.policy_spec import Policy  # noqa: E402
+from zerohop.workloads.schema.policy_spec import Policy  # noqa: E402
 from zerohop.workloads.yaml_io import load_workload_file  # noqa: E402
 
 CONFIG = REPO / "src" / "zerohop" / "data" / "fallback_models.yaml"

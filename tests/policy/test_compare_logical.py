@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.policy.test_executor import Script, run
-from zerohop.analysis.compare import compare_runs
+from zerohop.analysis.comparison.compare import compare_runs
 from zerohop.core.records import RequestRecord
 from zerohop.report.build import build_comparison
 from zerohop.report.report_commands import compare_command

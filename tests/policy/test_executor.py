@@ -12,7 +12,7 @@ from zerohop.client.http_stream import Timeouts
 from zerohop.client.llm_client import RequestSpec
 from zerohop.client.protocols import GenerationRequest
 from zerohop.core.records import RequestRecord
-from zerohop.workloads.policy_spec import BackoffSpec, FallbackStep, Policy
+from zerohop.workloads.schema.policy_spec import BackoffSpec, FallbackStep, Policy
 
 pytestmark = pytest.mark.unit
 

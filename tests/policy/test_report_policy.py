@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tests.policy.test_executor import Script, run
-from zerohop.analysis.policy import summarise_policy
+from zerohop.analysis.latency.policy import summarise_policy
 from zerohop.report.present_policy import policy_section
 
 pytestmark = pytest.mark.unit

@@ -16,7 +16,7 @@ from zerohop.client.policy import PolicyExecutor, client_timeouts
 from zerohop.client.protocols import GenerationRequest
 from zerohop.core.records import ClockAnchor, RequestRecord
 from zerohop.sim.launcher import SimProcess, start_sim
-from zerohop.workloads.policy_spec import Policy
+from zerohop.workloads.schema.policy_spec import Policy
 
 pytestmark = pytest.mark.integration
 

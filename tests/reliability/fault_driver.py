@@ -31,7 +31,7 @@ from zerohop.core.records import ClockAnchor  # noqa: E402
 from zerohop.loadgen.runtime import ProcessRuntime  # noqa: E402
 from zerohop.loadgen.users import new_policy_executor, run_logical_request  # noqa: E402
 from zerohop.storage.run_folder import RecordSink, consolidate  # noqa: E402
-from zerohop.workloads.policy_spec import Policy  # noqa: E402
+from zerohop.workloads.schema.policy_spec import Policy  # noqa: E402
 
 MODEL = "llama-3-8b"
 # short client limits so the stall cases end quickly; the sim's stalls last 2 s

@@ -7,7 +7,7 @@ import pytest
 
 from tests.analysis.test_time_budget import _planted
 from tests.synthetic_runs import HOSTILE
-from zerohop.analysis.time_budget import (
+from zerohop.analysis.server.time_budget import (
     NOT_RESOLVABLE,
     BudgetBand,
     BudgetPart,

@@ -12,7 +12,7 @@ import pytest
 
 from tests.analysis.certificate_fixtures import OPEN, figures
 from tests.run_fixtures import RunFactory
-from zerohop.analysis.client_certificate import (
+from zerohop.analysis.client.client_certificate import (
     CERTIFICATE_SCHEMA,
     Bounds,
     LoadFacts,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.run_fixtures import RunFactory
-from zerohop.analysis.correlation import EXCLUDED_METRICS
 from zerohop.analysis.run_analysis import analyse_run
+from zerohop.analysis.server.correlation import EXCLUDED_METRICS
 from zerohop.report.glossary import REQUEST_GLOSSARY, glossary_entries
 from zerohop.report.present import report_page
 from zerohop.report.present_compare import COMPARE_GLOSSARY_TERMS

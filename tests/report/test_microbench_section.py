@@ -5,7 +5,7 @@ import math
 import pytest
 
 from tests.synthetic_runs import microbench_doc
-from zerohop.analysis.microbench import summarise_microbench
+from zerohop.analysis.server.microbench import summarise_microbench
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from tests.synthetic_runs import HOSTILE
-from zerohop.analysis.pd_split import pd_split
+from zerohop.analysis.server.pd_split import pd_split
 from zerohop.report.present_pd_split import pd_split_section
 from zerohop.report.render import _environment, templates_dir
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zerohop.analysis.energy import EnergySummary, GpuEnergy
+from zerohop.analysis.server.energy import EnergySummary, GpuEnergy
 from zerohop.report.present_energy import energy_section
 
 pytestmark = pytest.mark.unit

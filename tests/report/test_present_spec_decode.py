@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from zerohop.analysis.spec_decode import SpecDecodeSummary
+from zerohop.analysis.latency.spec_decode import SpecDecodeSummary
 from zerohop.report.present_spec_decode import spec_decode_section
 
 pytestmark = pytest.mark.unit

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tests.run_fixtures import RunFactory
-from zerohop.analysis.compare import (
+from zerohop.analysis.comparison.compare import (
     CompareSettings,
     Comparison,
     LogicalComparison,
@@ -21,8 +21,8 @@ from zerohop.analysis.compare import (
     RateComparison,
     WorkloadComparison,
 )
-from zerohop.analysis.policy import PolicySummary
-from zerohop.analysis.reads import summarise_reads
+from zerohop.analysis.latency.policy import PolicySummary
+from zerohop.analysis.latency.reads import summarise_reads
 from zerohop.analysis.run_analysis import analyse_run
 from zerohop.analysis.run_data import ItlColumn
 from zerohop.report.legend import brief_names
@@ -208,7 +208,7 @@ def test_worse_outranks_better_and_mixed(tmp_path: Path) -> None:
 
 def test_a_comparison_warns_when_the_runs_differ_in_duration_and_load(
         make_run: RunFactory) -> None:
-    from zerohop.analysis.compare import compare_runs
+    from zerohop.analysis.comparison.compare import compare_runs
 
     base = load_run(make_run(duration_s=120.0, name="long"))
     short = load_run(make_run(duration_s=60.0, open_loop=False, name="short"))

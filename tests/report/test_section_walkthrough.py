@@ -1,11 +1,15 @@
 """docs/architecture.md's "Adding a report section", followed: a toy section written as
 two files outside the package (its module: analysis, presenter and `register_section`;
 its template block) appears on the page of a run, in its place, escaped, computed by the
-run's one analysis — with no edit of `RunAnalysis`, `present.py` or `report.html.j2`."""
+run's one analysis — with no edit of `RunAnalysis`, `present.py` or `report.html.j2`.
+(integration) Shipped as a plugin through the `zerohop.plugins` entry-point group (a
+dist-info folder beside it), it is on the page `zerohop run` writes, with no flag."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +29,6 @@ from zerohop.report.sections import (
 )
 from zerohop.storage.run_reader import load_run
 
-pytestmark = pytest.mark.unit
-
 REPO = Path(__file__).resolve().parents[2]
 
 TOY_MODULE = '''"""A toy report section: the attempts that failed and their messages."""
@@ -37,16 +39,18 @@ from zerohop.report.sections import ReportSection, register_section
 
 
 def analyse(run, inputs):
-    failed = run.requests[run.requests["outcome"] != "ok"]
-    if failed.empty:
+    if run.requests.empty:
         return None
-    return {"failed": len(failed), "messages": sorted(set(failed["error_message"].dropna()))}
+    failed = run.requests[run.requests["outcome"] != "ok"]
+    return {"attempts": len(run.requests), "failed": len(failed),
+            "messages": sorted(set(failed["error_message"].dropna()))}
 
 
 def present(figures, analysis, charts):
     if figures is None:
         return None
-    return {"failed": f"{figures['failed']:,}", "messages": figures["messages"]}
+    return {"attempts": f"{figures['attempts']:,}", "failed": f"{figures['failed']:,}",
+            "messages": figures["messages"]}
 
 
 register_section(ReportSection(
@@ -57,7 +61,7 @@ register_section(ReportSection(
 
 TOY_TEMPLATE = '''<section id="toy">
   <h2>Toy: failed attempts</h2>
-  <p id="toy-figure">{{ toy.failed }} failed, with these messages:</p>
+  <p id="toy-figure">{{ toy.failed }} of {{ toy.attempts }} attempts failed, their messages:</p>
   <ul>{% for message in toy.messages %}<li><code>{{ message }}</code></li>{% endfor %}</ul>
 </section>
 '''
@@ -77,6 +81,7 @@ def toy_dir(tmp_path: Path) -> Iterator[Path]:
     sys.modules.pop("toy_section", None)
 
 
+@pytest.mark.unit
 def test_a_toy_section_in_two_files_shows_on_the_page_in_its_place(
         toy_dir: Path, tmp_path: Path, hostile_run: Path) -> None:
     shipped = {name: _tree(REPO / name) for name in ("src", "report_templates")}
@@ -94,12 +99,14 @@ def test_a_toy_section_in_two_files_shows_on_the_page_in_its_place(
     messages = sorted(set(failed["error_message"].dropna()))
     assert expected_failed and HOSTILE in messages
     analysis = analyse_run(run)  # what `zerohop run` does at the end of a run
-    assert analysis.sections["toy"] == {"failed": expected_failed, "messages": messages}
+    assert analysis.sections["toy"] == {"attempts": len(run.requests),
+                                        "failed": expected_failed, "messages": messages}
     html = write_report(analysis, tmp_path / "out" / "report.html").read_text(encoding="utf-8")
 
     # the figure, escaped, in the body between "Prefill" and "Errors" (order 25: after
     # the policy section's place, before the token counts), its link in the navigation
-    assert html.count(f'<p id="toy-figure">{expected_failed:,} failed, with these') == 1
+    assert html.count(f'<p id="toy-figure">{expected_failed:,} of {len(run.requests):,} '
+                      "attempts failed, their messages") == 1
     section = html[html.index('<section id="toy">'):]
     section = section[:section.index("</section>")]
     assert "<li><code>&lt;script&gt;alert(1)&lt;/script&gt;</code></li>" in section
@@ -118,6 +125,7 @@ def test_a_toy_section_in_two_files_shows_on_the_page_in_its_place(
     assert {name: _tree(REPO / name) for name in shipped} == shipped
 
 
+@pytest.mark.unit
 def test_a_section_whose_presenter_gives_nothing_is_left_out_with_its_link(
         toy_dir: Path, make_run: RunFactory) -> None:
     (toy_dir / "empty.html.j2").write_text('<section id="empty">{{ empty }}</section>')
@@ -132,6 +140,7 @@ def test_a_section_whose_presenter_gives_nothing_is_left_out_with_its_link(
     assert [s["name"] for s in page.context["sections"]["closing"]] == ["microbench"]
 
 
+@pytest.mark.unit
 def test_the_registry_refuses_what_the_page_could_not_show(toy_dir: Path) -> None:
     def entry(**fields: object) -> ReportSection:
         base: dict[str, object] = dict(name="toy", analyse=lambda run, inputs: 1,
@@ -150,6 +159,7 @@ def test_the_registry_refuses_what_the_page_could_not_show(toy_dir: Path) -> Non
     assert section_analysis("toy") is None  # nothing half-registered
 
 
+@pytest.mark.unit
 def test_the_built_in_sections_and_their_places() -> None:
     assert [(s.name, s.place) for s in registered_sections()] == [
         ("saturation", "headline"), ("budget", "headline"), ("pd_split", "headline"),
@@ -160,3 +170,44 @@ def test_the_built_in_sections_and_their_places() -> None:
     for section in registered_sections():
         assert section_analysis(section.name) is not None
         assert (REPO / "report_templates" / str(section.template)).is_file()
+
+
+@pytest.fixture(scope="module")
+def entry_point_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One cold `zerohop run` with the toy section installed as an entry point of
+    `zerohop.plugins` (its two files and a dist-info folder on PYTHONPATH, no --plugin):
+    (its results folder, its output)."""
+    root = tmp_path_factory.mktemp("toy_section_plugin")
+    site = root / "site"
+    (site / "toy_section-1.0.dist-info").mkdir(parents=True)
+    (site / "toy_section.py").write_text(TOY_MODULE, encoding="utf-8")
+    (site / "toy.html.j2").write_text(TOY_TEMPLATE, encoding="utf-8")
+    (site / "toy_section-1.0.dist-info" / "entry_points.txt").write_text(
+        "[zerohop.plugins]\ntoy = toy_section\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
+           "PYTHONUNBUFFERED": "1"}
+    env.pop("ZEROHOP_PLUGINS", None)
+    results = root / "results"
+    res = subprocess.run(
+        [sys.executable, "-m", "zerohop", "run", "--only", "ShortQueryFlood", "--requests",
+         "6", "--telemetry", "none", "--microbench", "off", "--results-dir", str(results)],
+        capture_output=True, text=True, timeout=180, cwd=root, env=env)
+    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    return run, res.stdout + res.stderr
+
+
+@pytest.mark.integration  # `zerohop run` cold: Locust and the embedded target as processes
+def test_an_entry_point_section_is_on_the_page_zerohop_run_writes(
+        entry_point_run: tuple[Path, str]) -> None:
+    import pandas as pd
+
+    run, output = entry_point_run
+    assert "Traceback" not in output
+    frame = pd.read_parquet(run / "requests.parquet")
+    attempts, failed = len(frame), int((frame["outcome"] != "ok").sum())
+    assert attempts >= 6
+    html = (run / "report.html").read_text(encoding="utf-8")
+    assert html.count(f'<p id="toy-figure">{failed:,} of {attempts:,} attempts failed') == 1
+    nav = html[html.index('<nav class="zh-nav">'):html.index("</nav>")]
+    assert '<a href="#toy">Toy failures</a>' in nav

@@ -66,7 +66,8 @@ def test_the_appendix_draws_rates_and_quantiles_and_summarises_info() -> None:
         lanes[f"x_info{{a={i}}}"] = ("x_info", {"a": str(i)}, np.full(6, 1.0))
     charts: list[Chart] = []
     x = np.arange(6) + 0.5
-    section = appendix_section(_data(lanes), list(lanes), x, (0.0, 6.0), True, charts)
+    embedded = {"target": {"kind": "embedded"}}
+    section = appendix_section(_data(lanes), list(lanes), x, (0.0, 6.0), embedded, charts)
     by_title = {c.title.split(" ")[0]: c for c in charts}
     assert section["infos"] == [{"metric": "x_info", "sets": "12",
                                  "labels": "a: 0, 1, 2 … 9 more"}]
@@ -89,3 +90,18 @@ def test_the_embedded_targets_gpu_is_marked_modelled_and_nvml_is_not(
     nvml = report_page(analyse_run(load_run(make_run(name="nvml-gpus"))), "now")
     gpu = [c.title for c in nvml.charts if c.chart_id.startswith("chart-lane-gpu")]
     assert gpu and not any(MODELLED_NOTE in t for t in gpu)
+
+
+@pytest.mark.parametrize(("manifest", "modelled"), [
+    ({"simulation": {"replicas": 2}}, True),  # the virtual clock: every series a model's
+    ({"target": {"kind": "embedded"}}, True),  # its /metrics (prom): the modelled GPU
+    ({"target": {"kind": "external", "url": "http://gpu-box"}}, False),
+])
+def test_a_gpu_series_is_marked_modelled_wherever_a_model_made_it(
+        manifest: dict[str, object], modelled: bool) -> None:
+    lanes = {"DCGM_FI_DEV_POWER_USAGE{gpu=0}": ("DCGM_FI_DEV_POWER_USAGE", {"gpu": "0"},
+                                                np.full(6, 600.0))}
+    charts: list[Chart] = []
+    appendix_section(_data(lanes), list(lanes), np.arange(6) + 0.5, (0.0, 6.0), manifest, charts)
+    [power] = charts
+    assert (MODELLED_NOTE in power.title) is modelled, power.title

@@ -14,7 +14,7 @@ from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.protocols import ContentDelta, StreamItem, ToolCall, Usage
 from zerohop.client.sse import SSEParser
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
-from zerohop.sim.answer_plan import (
+from zerohop.sim.answers.answer_plan import (
     PLAIN_ANSWER,
     AnswerPlan,
     ToolCallPlan,
@@ -22,16 +22,16 @@ from zerohop.sim.answer_plan import (
     offered_tools,
     tool_choice,
 )
-from zerohop.sim.answer_shapes import (
+from zerohop.sim.answers.answer_shapes import (
     PlannedChatShape,
     PlannedMessagesShape,
     chat_shape,
     messages_shape,
 )
-from zerohop.sim.api_shapes import ChatShape, MessagesShape, WireShape
+from zerohop.sim.answers.api_shapes import ChatShape, MessagesShape, WireShape
+from zerohop.sim.answers.tokens import WORD_PIECE_BYTES, generated_text
 from zerohop.sim.config import ConfigError, ReasoningConfig, ToolCallConfig, load_config
 from zerohop.sim.sim_command import sim_command
-from zerohop.sim.tokens import WORD_PIECE_BYTES, generated_text
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zerohop.sim.api_shapes import ChatShape, CompletionShape, MessagesShape, error_body
+from zerohop.sim.answers.api_shapes import ChatShape, CompletionShape, MessagesShape, error_body
 
 pytestmark = pytest.mark.unit
 

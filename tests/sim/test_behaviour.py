@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from zerohop.sim.cost_model.profiles import Roofline, load_profiles
 from zerohop.sim.launcher import SimProcess, start_sim
-from zerohop.sim.profiles import Roofline, load_profiles
 
 from .conftest import MODEL
 from .wire import RawResponse, request

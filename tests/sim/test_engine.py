@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from zerohop.sim.config import EngineConfig, LoraConfig, ServedModelConfig
-from zerohop.sim.engine import Engine
+from zerohop.sim.engine.engine import Engine
 from zerohop.sim.sequence import EngineError, NullSink, Sequence
 
 pytestmark = pytest.mark.unit

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zerohop.sim.gpu_activity import GpuActivity
-from zerohop.sim.profiles import load_profiles
+from zerohop.sim.cost_model.gpu_activity import GpuActivity
+from zerohop.sim.cost_model.profiles import load_profiles
 
 pytestmark = pytest.mark.unit
 

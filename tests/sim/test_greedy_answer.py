@@ -1,4 +1,4 @@
-"""The embedded target's greedy answers and its modelled divergence (sim/greedy_answer.py),
+"""The embedded target's greedy answers and its modelled divergence (sim/answers/greedy_answer.py),
 read back through the client's parser (client/answer_tokens.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 
 from zerohop.client.answer_tokens import read_answer
-from zerohop.sim.api_shapes import ChatShape, CompletionShape
-from zerohop.sim.greedy_answer import LOGPROB_DRIFT, greedy_answer
+from zerohop.sim.answers.api_shapes import ChatShape, CompletionShape
+from zerohop.sim.answers.greedy_answer import LOGPROB_DRIFT, greedy_answer
 
 pytestmark = pytest.mark.unit
 

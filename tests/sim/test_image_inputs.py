@@ -15,11 +15,11 @@ import pytest
 
 from tests.sim.conftest import MODEL
 from zerohop.core.images import image_token_count
-from zerohop.sim.image_parts import ImageError, image_part_tokens, png_size
+from zerohop.sim.answers.image_parts import ImageError, image_part_tokens, png_size
+from zerohop.sim.answers.tokenize import tokenize_ids
+from zerohop.sim.answers.tokens import NON_TEXT_PART_TOKENS, count_chat_tokens
 from zerohop.sim.launcher import SimProcess
-from zerohop.sim.tokenize import tokenize_ids
-from zerohop.sim.tokens import NON_TEXT_PART_TOKENS, count_chat_tokens
-from zerohop.workloads.synthetic_images import png_bytes
+from zerohop.workloads.content.synthetic_images import png_bytes
 
 WIDTH, HEIGHT = 300, 200
 TOKENS = image_token_count(WIDTH, HEIGHT)  # 11 · 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from zerohop.sim.histograms import LagRecorder
+from zerohop.sim.engine.histograms import LagRecorder
 
 pytestmark = pytest.mark.unit
 

@@ -15,9 +15,9 @@ import json
 
 import pytest
 
-from zerohop.sim.app import SimApp
 from zerohop.sim.config import SimConfig
-from zerohop.sim.http_server import listen
+from zerohop.sim.serving.app import SimApp
+from zerohop.sim.serving.http_server import listen
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from zerohop.sim.http_server import OnePerTurn
+from zerohop.sim.serving.http_server import OnePerTurn
 
 pytestmark = pytest.mark.unit
 

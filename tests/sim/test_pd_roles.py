@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from zerohop.analysis.pd_split import pd_parts_ms, pd_request_id
+from zerohop.analysis.server.pd_split import pd_parts_ms, pd_request_id
+from zerohop.sim.cost_model.profiles import load_profiles
 from zerohop.sim.pd_roles import DecodeLeg, PrefillLeg, is_prefill_leg, kv_transfer_ms
-from zerohop.sim.profiles import load_profiles
 from zerohop.sim.sequence import NULL_SINK, Sequence
 
 pytestmark = pytest.mark.unit

@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from zerohop.analysis.pd_split import pd_parts_ms, pd_request_id
+from zerohop.analysis.server.pd_split import pd_parts_ms, pd_request_id
+from zerohop.sim.cost_model.profiles import load_profiles
 from zerohop.sim.launcher import SimProcess, start_sim
 from zerohop.sim.pd_roles import kv_transfer_ms
-from zerohop.sim.profiles import load_profiles
 
 from .conftest import MODEL
 from .wire import RawResponse, request

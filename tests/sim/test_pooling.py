@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from tests.sim.test_engine import Collector, make_engine, run_until_idle, submit
-from zerohop.sim.engine import Engine
-from zerohop.sim.http_server import HttpRequest
-from zerohop.sim.pooling import (
+from zerohop.sim.answers.tokens import count_text_tokens
+from zerohop.sim.engine.engine import Engine
+from zerohop.sim.serving.http_server import HttpRequest
+from zerohop.sim.serving.pooling import (
     EMBEDDING_DIMENSIONS,
     POOLING_PATHS,
     PoolingError,
@@ -24,7 +25,6 @@ from zerohop.sim.pooling import (
     relevance_score,
     serve_pooling,
 )
-from zerohop.sim.tokens import count_text_tokens
 
 pytestmark = pytest.mark.unit
 

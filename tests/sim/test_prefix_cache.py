@@ -10,12 +10,12 @@ import random
 import pytest
 
 from tests.sim.test_engine import Collector, make_engine, run_until_idle
-from zerohop.sim.api_shapes import ChatShape, CompletionShape, MessagesShape
-from zerohop.sim.engine import Engine
-from zerohop.sim.prefix_cache import chain_hashes
+from zerohop.sim.answers.api_shapes import ChatShape, CompletionShape, MessagesShape
+from zerohop.sim.answers.tokenize import request_prompt_ids
+from zerohop.sim.answers.tokens import count_chat_tokens, count_prompt_tokens
+from zerohop.sim.engine.engine import Engine
+from zerohop.sim.engine.prefix_cache import chain_hashes
 from zerohop.sim.sequence import Sequence
-from zerohop.sim.tokenize import request_prompt_ids
-from zerohop.sim.tokens import count_chat_tokens, count_prompt_tokens
 
 pytestmark = pytest.mark.unit
 

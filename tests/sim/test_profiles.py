@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from zerohop.sim.config import ServedModelConfig
-from zerohop.sim.engine import Engine
-from zerohop.sim.kv_cache import kv_capacity_blocks
-from zerohop.sim.profiles import Roofline, load_profiles
+from zerohop.sim.cost_model.profiles import Roofline, load_profiles
+from zerohop.sim.engine.engine import Engine
+from zerohop.sim.engine.kv_cache import kv_capacity_blocks
 
 pytestmark = pytest.mark.unit
 

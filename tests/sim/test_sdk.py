@@ -9,8 +9,8 @@ import anthropic
 import openai
 import pytest
 
+from zerohop.sim.answers.tokens import CHAT_MESSAGE_OVERHEAD, CHAT_REQUEST_OVERHEAD
 from zerohop.sim.launcher import SimProcess
-from zerohop.sim.tokens import CHAT_MESSAGE_OVERHEAD, CHAT_REQUEST_OVERHEAD
 
 from .conftest import MODEL
 

@@ -8,9 +8,9 @@ import itertools
 import pytest
 
 from tests.sim.test_engine import Collector, make_engine, run_until_idle, submit
-from zerohop.sim.histograms import LagRecorder
-from zerohop.sim.metrics import render_metrics
-from zerohop.sim.spec_decode import DraftModel, SpeculativeStepCost
+from zerohop.sim.cost_model.spec_decode import DraftModel, SpeculativeStepCost
+from zerohop.sim.engine.histograms import LagRecorder
+from zerohop.sim.serving.exposition import render_metrics
 
 pytestmark = pytest.mark.unit
 

@@ -7,10 +7,10 @@ import pytest
 
 from zerohop.planning.calibrate import CostParams, LinearStepCost
 from zerohop.sim.config import ServedModelConfig
-from zerohop.sim.engine import Engine
-from zerohop.sim.profiles import Roofline
+from zerohop.sim.cost_model.profiles import Roofline
+from zerohop.sim.cost_model.step_cost import Chunk, StepCostModel
+from zerohop.sim.engine.engine import Engine
 from zerohop.sim.sequence import NULL_SINK, Sequence
-from zerohop.sim.step_cost import Chunk, StepCostModel
 
 pytestmark = pytest.mark.unit
 

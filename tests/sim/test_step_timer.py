@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from zerohop.sim.step_timer import MIN_LEAD_NS, StepTimer, next_lead
+from zerohop.sim.engine.step_timer import MIN_LEAD_NS, StepTimer, next_lead
 
 pytestmark = pytest.mark.unit
 

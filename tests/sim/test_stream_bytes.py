@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from zerohop.sim.answer_plan import AnswerPlan, ToolCallPlan
-from zerohop.sim.answer_shapes import PlannedChatShape, PlannedMessagesShape
-from zerohop.sim.api_shapes import ChatShape, CompletionShape, MessagesShape, WireShape
+from zerohop.sim.answers.answer_plan import AnswerPlan, ToolCallPlan
+from zerohop.sim.answers.answer_shapes import PlannedChatShape, PlannedMessagesShape
+from zerohop.sim.answers.api_shapes import ChatShape, CompletionShape, MessagesShape, WireShape
 from zerohop.sim.config import ServedModelConfig
-from zerohop.sim.engine import Engine
-from zerohop.sim.histograms import LagRecorder
-from zerohop.sim.http_server import RunNow
-from zerohop.sim.response_base import ResponseContext
+from zerohop.sim.engine.engine import Engine
+from zerohop.sim.engine.histograms import LagRecorder
 from zerohop.sim.sequence import Sequence
-from zerohop.sim.streams import StreamingResponse
+from zerohop.sim.serving.http_server import RunNow
+from zerohop.sim.serving.response_base import ResponseContext
+from zerohop.sim.serving.streams import StreamingResponse
 
 pytestmark = pytest.mark.unit
 # thinks for 3 tokens, then calls a tool (the answers of 1 and 2 tokens end inside it)

@@ -36,9 +36,9 @@ from typing import Literal
 import pytest
 
 from zerohop.sim.config import EngineConfig, ServedModelConfig
-from zerohop.sim.engine import Engine
-from zerohop.sim.profiles import Roofline, load_profiles
-from zerohop.sim.tensor_parallel import TensorParallelCost
+from zerohop.sim.cost_model.profiles import Roofline, load_profiles
+from zerohop.sim.cost_model.tensor_parallel import TensorParallelCost
+from zerohop.sim.engine.engine import Engine
 
 pytestmark = pytest.mark.unit
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from tests.sim.conftest import MODEL
+from zerohop.sim.answers.tokenize import TokenizeError, token_strs, tokenize_ids
+from zerohop.sim.answers.tokens import count_chat_tokens, count_prompt_tokens
 from zerohop.sim.launcher import SimProcess
-from zerohop.sim.tokenize import TokenizeError, token_strs, tokenize_ids
-from zerohop.sim.tokens import count_chat_tokens, count_prompt_tokens
 
 
 @pytest.mark.unit

@@ -1,10 +1,10 @@
-"""The sim's tokenizer and output-length rules (documented in zerohop.sim.tokens)."""
+"""The sim's tokenizer and output-length rules (documented in zerohop.sim.answers.tokens)."""
 
 from __future__ import annotations
 
 import pytest
 
-from zerohop.sim.tokens import (
+from zerohop.sim.answers.tokens import (
     CHAT_MESSAGE_OVERHEAD,
     CHAT_REQUEST_OVERHEAD,
     count_chat_tokens,

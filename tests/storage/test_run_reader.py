@@ -11,6 +11,7 @@ import pytest
 
 from tests.run_fixtures import RunFactory
 from tests.synthetic_runs import SyntheticRun, manifest
+from zerohop.analysis.itl_column import shadow
 from zerohop.analysis.run_data import FLOAT_COLUMNS, ReportInputError, frame_from_rows
 from zerohop.storage.run_folder import requests_schema
 from zerohop.storage.run_reader import load_run
@@ -27,7 +28,7 @@ def test_parquet_run_loads_every_analysis_column(make_run: RunFactory) -> None:
     # the ITL lists survive intact: request 0's gaps sum to its decode time
     ok = np.flatnonzero((run.requests["outcome"] == "ok").to_numpy())
     i = int(ok[0])
-    gaps = run.itl.values[run.itl.offsets[i] : run.itl.offsets[i + 1]]
+    gaps = run.itl.pooled(np.arange(len(run.requests)) == i)
     row = run.requests.iloc[i]
     assert gaps.sum() == pytest.approx(row["e2e_ms"] - row["ttft_ms"])
     assert {"ts", "source", "metric", "labels", "value"} <= set(run.telemetry.columns)
@@ -41,7 +42,8 @@ def test_unconsolidated_run_reads_jsonl_sinks_and_skips_a_torn_line(make_run: Ru
     assert len(sinks.requests) == len(parquet.requests)
     assert any("unreadable line" in note for note in sinks.notes)
     assert any("requests.parquet missing" in note for note in sinks.notes)
-    np.testing.assert_allclose(sinks.itl.values, parquet.itl.values)
+    np.testing.assert_array_equal(sinks.itl.pooled(every := np.ones(len(parquet.requests), bool)),
+                                  parquet.itl.pooled(every))
     np.testing.assert_array_equal(sinks.itl.offsets, parquet.itl.offsets)
     np.testing.assert_allclose(
         sinks.requests["ttft_ms"].to_numpy(), parquet.requests["ttft_ms"].to_numpy()
@@ -126,7 +128,14 @@ def test_parquet_in_row_groups_reads_as_the_same_records_do_in_memory(tmp_path: 
     run = load_run(run_dir)
     frame, itl = frame_from_rows(rows)
     np.testing.assert_array_equal(run.itl.offsets, itl.offsets)
-    np.testing.assert_array_equal(run.itl.values, itl.values)
+    # held as float32 shadows, the exact gaps read again from the file (row groups
+    # of 6 requests, blocks of 4: a block spans batches, a batch spans blocks)
+    np.testing.assert_array_equal(run.itl.values, shadow(itl.values))
+    every = np.ones(len(rows), dtype=bool)
+    np.testing.assert_array_equal(run.itl.pooled(every), itl.values)
+    exact = [values for _first, values in run.itl.exact_blocks(4)]
+    np.testing.assert_array_equal(np.concatenate(exact), itl.values)
+    np.testing.assert_array_equal(run.itl.row_max(), itl.row_max())
     for name in FLOAT_COLUMNS:
         np.testing.assert_array_equal(
             run.requests[name].to_numpy(dtype=float), frame[name].to_numpy(dtype=float)

@@ -21,7 +21,7 @@ import pytest
 
 from zerohop.core.apis import APIS
 from zerohop.workloads.kind_registry import workload_kinds
-from zerohop.workloads.pooling_specs import POOLING_APIS
+from zerohop.workloads.schema.pooling_specs import POOLING_APIS
 
 pytestmark = pytest.mark.integration
 

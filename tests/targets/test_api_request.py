@@ -10,7 +10,7 @@ import pytest
 
 from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import UnfitRequest, generation_for, to_request_spec
-from zerohop.workloads.plans import make_planner
+from zerohop.workloads.planners.request_plans import make_planner
 from zerohop.workloads.yaml_io import load_workload_file
 
 pytestmark = pytest.mark.unit

@@ -17,7 +17,7 @@ from zerohop.loadgen.prompt_sizing import (
     probe_tokenize,
     sizing_from_probes,
 )
-from zerohop.workloads.prompts import TokenCalibration, default_calibration
+from zerohop.workloads.content.prompts import TokenCalibration, default_calibration
 
 
 @pytest.mark.unit

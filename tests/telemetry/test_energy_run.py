@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from tests.main_job.test_run_command import zerohop
-from zerohop.analysis.energy import summarise_energy
 from zerohop.analysis.measured_window import measured_window
+from zerohop.analysis.server.energy import summarise_energy
 from zerohop.report import formatting as fmt
 from zerohop.report.build import build_report
-from zerohop.sim.gpu_activity import GpuActivity
-from zerohop.sim.profiles import load_profiles
+from zerohop.sim.cost_model.gpu_activity import GpuActivity
+from zerohop.sim.cost_model.profiles import load_profiles
 from zerohop.storage.run_reader import load_run
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """Speculative decoding end to end: `zerohop run` against the embedded target with a
-modelled draft, telemetry scraping its /metrics, then analysis/spec_decode.py and the
+modelled draft, telemetry scraping its /metrics, then analysis/latency/spec_decode.py and the
 report's section.
 
 The bound on the acceptance rate is the draws' own sampling error, not a tolerance:
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.conftest import FLOOD_WORKLOAD, only_run_dir, run, zerohop_cmd
+from zerohop.analysis.latency.spec_decode import SpecDecodeSummary, summarise_spec_decode
 from zerohop.analysis.measured_window import measured_window
-from zerohop.analysis.spec_decode import SpecDecodeSummary, summarise_spec_decode
 from zerohop.report import formatting as fmt
 from zerohop.report.build import build_report
 from zerohop.storage.run_reader import load_run

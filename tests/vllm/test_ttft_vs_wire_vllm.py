@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.vllm_cpu import SERVED_MODEL_NAME, VllmServer
 from tests.wire_ttft import ProbeClient, measure_against_wire
 
@@ -28,6 +30,7 @@ BODY = {"model": SERVED_MODEL_NAME, "stream": True, "max_tokens": 8, "ignore_eos
         "messages": [{"role": "user", "content": "how late is the first token " * 4}]}
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_zerohop_ttft_matches_the_wire_on_vllm(vllm_server: VllmServer, tmp_path: Path
                                                ) -> None:
     workload = tmp_path / "wire.yaml"

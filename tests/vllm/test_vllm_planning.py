@@ -36,7 +36,8 @@ from zerohop.planning.capacity import find_knee
 from zerohop.planning.capacity import measure_points as measure_points_for_capacity
 from zerohop.planning.sweep import read_index
 
-pytestmark = [pytest.mark.vllm, pytest.mark.integration, pytest.mark.slow]
+# timing-sensitive (the SLOs and the fit judge latencies): CI runs them with no test beside them
+pytestmark = [pytest.mark.vllm, pytest.mark.integration, pytest.mark.slow, pytest.mark.alone]
 
 WORKLOAD = Path(__file__).with_name("vllm_flood.yaml")
 # dense at the light end: a slow CI machine's vLLM bent at 4 req/s, leaving one load

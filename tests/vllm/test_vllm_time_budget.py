@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from tests.vllm_cpu import VllmServer
-from zerohop.analysis.engine_phases import histogram_windows, phase_shares
-from zerohop.analysis.time_budget import time_budget
+from zerohop.analysis.server.engine_phases import histogram_windows, phase_shares
+from zerohop.analysis.server.time_budget import time_budget
 from zerohop.storage.run_reader import load_run
 
 FLOOD = Path(__file__).with_name("vllm_flood.yaml")
@@ -22,6 +22,7 @@ FAMILIES = {"queue": "vllm:request_queue_time_seconds",
             "prefill": "vllm:request_prefill_time_seconds"}
 
 
+@pytest.mark.alone  # timing-sensitive: CI runs it with no test beside it
 def test_queue_and_prefill_come_from_vllms_histograms(vllm_server: VllmServer,
                                                       tmp_path: Path) -> None:
     res = subprocess.run(

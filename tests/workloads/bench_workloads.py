@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from zerohop.workloads.arrivals import ArrivalSchedule
-from zerohop.workloads.plans import make_planner
-from zerohop.workloads.prompts import PromptBuilder, default_calibration
-from zerohop.workloads.shapes import spike_rate
-from zerohop.workloads.traces import read_trace
+from zerohop.workloads.content.prompts import PromptBuilder, default_calibration
+from zerohop.workloads.planners.request_plans import make_planner
+from zerohop.workloads.timing.arrivals import ArrivalSchedule
+from zerohop.workloads.timing.rate_curve import spike_rate
+from zerohop.workloads.timing.traces import read_trace
 from zerohop.workloads.yaml_io import parse_workloads
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"

@@ -1,7 +1,8 @@
-"""docs/architecture.md's "Adding a workload kind", followed with a toy kind: three files
-written into a temporary folder (the kind's module, its default YAML, its locustfile),
-none under src/, and the kind parses, plans and (integration) runs under real Locust
-against the embedded target."""
+"""docs/architecture.md's "Adding a workload kind", followed with a toy kind: two files
+written into a temporary folder (the kind's module, the plugin that registers it; its
+default YAML), none under src/, and the kind parses, plans and (integration) runs
+through `zerohop run --plugin`, its user class made from its entry in the Locust process
+(loadtests/plugin_kinds.py), against the embedded target in its own process."""
 
 from __future__ import annotations
 
@@ -27,11 +28,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from zerohop.workloads.distributions import FixedDist
+from zerohop.workloads.schema.distributions import FixedDist
 from zerohop.workloads.kind_registry import WorkloadKind, register_kind
-from zerohop.workloads.load_spec import ClosedLoad, ClosedOrOpenLoad
-from zerohop.workloads.plans import lengths_planner
-from zerohop.workloads.workload_base import WorkloadBase
+from zerohop.workloads.schema.load_spec import ClosedLoad, ClosedOrOpenLoad
+from zerohop.workloads.planners.request_plans import lengths_planner
+from zerohop.workloads.schema.workload_base import WorkloadBase
 
 
 class FixedSizeSpec(WorkloadBase):
@@ -65,25 +66,9 @@ answer_tokens: 8
 load: {kind: closed, users: 2}
 """
 
-TOY_LOCUSTFILE = '''\
-"""The toy kind's Locust user class, made from its entry."""
-
-import fixed_size_kind  # noqa: F401  (registers the kind)
-from locust import events
-
-from zerohop.loadgen.hooks import install
-from zerohop.loadgen.users import user_class_for
-
-install(events)
-
-FixedSize = user_class_for("fixed_size")
-'''
-
-
 def _write_toy_kind(folder: Path) -> list[Path]:
     """The walkthrough's files, in its order."""
-    files = {"fixed_size_kind.py": TOY_MODULE, "fixed_size.yaml": TOY_YAML,
-             "fixed_size.py": TOY_LOCUSTFILE}
+    files = {"fixed_size_kind.py": TOY_MODULE, "fixed_size.yaml": TOY_YAML}
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     return [folder / name for name in files]
@@ -99,19 +84,19 @@ def _tree_digest(root: Path) -> str:
 
 
 @pytest.mark.unit
-def test_a_toy_kind_in_three_files_parses_and_plans(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_toy_kind_in_two_files_parses_and_plans(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from zerohop.runner.plan import classes_for, users_for
     from zerohop.workloads.inputs import check_inputs, default_workload, load_workloads
-    from zerohop.workloads.planners import is_session_planner, make_workload_planner
-    from zerohop.workloads.worker_load import worker_setup
+    from zerohop.workloads.kind_planner import is_session_planner, make_workload_planner
+    from zerohop.workloads.planners.worker_load import worker_setup
 
     src_before = _tree_digest(REPO / "src")
     monkeypatch.setattr(kind_registry, "_KINDS", dict(kind_registry._KINDS))  # undone after
     written = _write_toy_kind(tmp_path)
     assert len(written) <= 3
     assert sorted(p for p in tmp_path.iterdir()) == sorted(written)
-    # the module registers the kind when its locustfile imports it
+    # the module registers the kind when it is imported (what --plugin does)
     module_spec = importlib.util.spec_from_file_location(
         "fixed_size_kind", tmp_path / "fixed_size_kind.py")
     assert module_spec is not None and module_spec.loader is not None
@@ -142,8 +127,8 @@ def test_a_toy_kind_in_three_files_parses_and_plans(tmp_path: Path,
 
 @pytest.mark.unit
 def test_a_kind_whose_spec_says_another_kind_is_refused() -> None:
-    from zerohop.workloads.kinds import ShortQueryFloodSpec
-    from zerohop.workloads.plans import request_planner
+    from zerohop.workloads.planners.request_plans import request_planner
+    from zerohop.workloads.schema.kinds import ShortQueryFloodSpec
 
     with pytest.raises(ValueError, match="Literal"):
         kind_registry.WorkloadKind("flood_again", ShortQueryFloodSpec, "FloodAgain",
@@ -156,30 +141,61 @@ def test_a_kind_whose_spec_says_another_kind_is_refused() -> None:
     assert kind_registry.workload_kind("short_query_flood") is flood
 
 
-@pytest.mark.integration  # real Locust in a child process, the embedded target
-def test_a_toy_kind_runs_under_locust_and_records_its_workload(tmp_path: Path) -> None:
+@pytest.mark.unit
+def test_each_shipped_kind_says_sessions_as_its_locustfile_does() -> None:
+    """`sessions` picks the base of the class `loadtests/plugin_kinds.py` makes for a
+    plugin's kind; the shipped locustfiles, written out, must agree with their entries."""
+    for entry in kind_registry.workload_kinds():
+        text = (REPO / "loadtests" / f"{entry.name}.py").read_text(encoding="utf-8")
+        assert ("(SessionUser)" in text) == entry.sessions, entry.name
+
+
+@pytest.fixture(scope="module")
+def toy_kind_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
+    """One `zerohop run --plugin fixed_size_kind --only FixedSize`, started cold (the
+    command's choices are built after its plugins load), and its `--help`: (the kind's
+    folder, the run's folder, the run's output, the help)."""
+    root = tmp_path_factory.mktemp("toy_kind")
+    kind_dir = root / "kind"
+    kind_dir.mkdir()
+    _write_toy_kind(kind_dir)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(kind_dir), str(REPO)]),
+           "PYTHONUNBUFFERED": "1"}
+    zerohop = [sys.executable, "-m", "zerohop", "run", "--plugin", "fixed_size_kind"]
+    results = root / "results"
+    res = subprocess.run(
+        [*zerohop, "--only", "FixedSize", "--requests", "6", "--telemetry", "none",
+         "--microbench", "off", "--results-dir", str(results)],
+        capture_output=True, text=True, timeout=180, cwd=root, env=env)
+    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
+    helped = subprocess.run([*zerohop, "--help"], capture_output=True, text=True,
+                            timeout=60, cwd=root, env=env)
+    assert helped.returncode == 0, helped.stderr[-2000:]
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    return kind_dir, run, res.stdout + res.stderr, helped.stdout
+
+
+@pytest.mark.integration  # `zerohop run` cold: Locust and the embedded target as processes
+def test_a_toy_kind_runs_through_zerohop_run_and_records_its_workload(
+        toy_kind_run: tuple[Path, Path, str, str]) -> None:
     import pandas as pd
 
-    kind_dir = tmp_path / "kind"
-    kind_dir.mkdir()
-    src_before = _tree_digest(REPO / "src")
-    written = _write_toy_kind(kind_dir)
-    assert len(written) <= 3
-    results = tmp_path / "results"
-    res = subprocess.run(
-        [sys.executable, "-m", "locust", "-f", str(kind_dir / "fixed_size.py"), "--headless",
-         "-u", "2", "-r", "2", "-t", "4s", "--stop-timeout", "5", "--results-dir",
-         str(results)],
-        capture_output=True, text=True, timeout=180, cwd=tmp_path,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "Traceback" not in res.stdout + res.stderr, res.stderr[-3000:]
-    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    kind_dir, run, output, _ = toy_kind_run
+    assert "Traceback" not in output
     frame = pd.read_parquet(run / "requests.parquet")
-    assert len(frame) > 0, textwrap.shorten(res.stderr, 2000)
+    assert len(frame) == 6, textwrap.shorten(output, 2000)
     assert set(frame["workload"]) == {"same_size"}
     assert set(frame["outcome"]) == {"ok"}
     assert set(frame["target_input_tokens"]) == {24}
-    assert sorted(p.name for p in kind_dir.iterdir() if p.is_file()) == sorted(
-        p.name for p in written)
-    assert _tree_digest(REPO / "src") == src_before
+    assert set(frame["output_tokens"]) == {8}
+    assert sorted(p.name for p in kind_dir.iterdir() if p.is_file()) == [
+        "fixed_size.yaml", "fixed_size_kind.py"]
+
+
+@pytest.mark.integration  # reads the module's one cold `zerohop run --help` (toy_kind_run)
+def test_the_plugins_kind_is_an_only_choice_and_the_flag_is_in_the_help(
+        toy_kind_run: tuple[Path, Path, str, str]) -> None:
+    help_text = " ".join(toy_kind_run[3].split())
+    assert "--plugin" in help_text
+    only = help_text[help_text.index("--only"):]
+    assert "FixedSize" in only[:only.index("--users")]

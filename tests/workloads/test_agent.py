@@ -13,8 +13,10 @@ import pytest
 from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import UnfitRequest, to_request_spec
 from zerohop.core import records as rec
-from zerohop.sim import tokens as sim_tokens
-from zerohop.workloads.agent import (
+from zerohop.sim.answers import tokens as sim_tokens
+from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.kind_planner import is_session_planner, make_workload_planner
+from zerohop.workloads.planners.agent import (
     FAILED,
     STOPPED,
     UNUSABLE_CALL,
@@ -22,10 +24,8 @@ from zerohop.workloads.agent import (
     ToolCallMade,
     run_agent_loop,
 )
-from zerohop.workloads.agent_spec import tools_refusal
-from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.planners import is_session_planner, make_workload_planner
-from zerohop.workloads.worker_load import worker_setup
+from zerohop.workloads.planners.worker_load import worker_setup
+from zerohop.workloads.schema.agent_spec import tools_refusal
 from zerohop.workloads.yaml_io import load_workload_file, parse_workloads
 
 pytestmark = pytest.mark.unit

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zerohop.workloads.arrivals import (
+from zerohop.workloads.schema.load_spec import OpenLoad
+from zerohop.workloads.timing.arrivals import (
     ArrivalSchedule,
     arrival_offsets,
     schedule_for_load,
@@ -17,8 +18,7 @@ from zerohop.workloads.arrivals import (
     unit_gaps,
     worker_share,
 )
-from zerohop.workloads.load_spec import OpenLoad
-from zerohop.workloads.shapes import (
+from zerohop.workloads.timing.rate_curve import (
     PiecewiseLinearRate,
     constant_rate,
     piecewise_rate,

@@ -15,9 +15,9 @@ from zerohop.workloads.benchmark_spec import (
     ignore_eos_note,
     parse_length,
 )
-from zerohop.workloads.distributions import FixedDist, NormalDist
 from zerohop.workloads.inputs import load_workloads
-from zerohop.workloads.load_spec import ClosedLoad, OpenLoad, TraceLoad
+from zerohop.workloads.schema.distributions import FixedDist, NormalDist
+from zerohop.workloads.schema.load_spec import ClosedLoad, OpenLoad, TraceLoad
 
 pytestmark = pytest.mark.unit
 

@@ -13,18 +13,18 @@ import pytest
 from tests.workloads.conftest import trace_path
 from zerohop.client.api_adapters import create_api_adapter
 from zerohop.client.api_request import to_request_spec
-from zerohop.sim import tokens as sim_tokens
-from zerohop.workloads.conversation import TurnResult, run_session
-from zerohop.workloads.conversation_sources import (
+from zerohop.sim.answers import tokens as sim_tokens
+from zerohop.workloads.errors import WorkloadError
+from zerohop.workloads.inputs import check_inputs
+from zerohop.workloads.kind_planner import is_session_planner, make_workload_planner
+from zerohop.workloads.planners.conversation import TurnResult, run_session
+from zerohop.workloads.planners.worker_load import worker_setup
+from zerohop.workloads.timing.conversation_sources import (
     TurnShape,
     mooncake_sessions,
     read_sharegpt_sessions,
 )
-from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.inputs import check_inputs
-from zerohop.workloads.planners import is_session_planner, make_workload_planner
-from zerohop.workloads.traces import TraceRequest, read_mooncake_jsonl
-from zerohop.workloads.worker_load import worker_setup
+from zerohop.workloads.timing.traces import TraceRequest, read_mooncake_jsonl
 from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit

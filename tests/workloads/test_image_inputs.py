@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from zerohop.core.images import DEFAULT_PATCH_PIXELS, image_token_count
+from zerohop.workloads.content.synthetic_images import BAND_ROWS, png_bytes
 from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.image_spec import ImageSource, ImageSpec, image_refusal
-from zerohop.workloads.synthetic_images import BAND_ROWS, png_bytes
+from zerohop.workloads.schema.image_spec import ImageSource, ImageSpec, image_refusal
 from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit

@@ -1,5 +1,5 @@
 """`--tokenizer PATH`: a local tokenizer.json read with the `tokenizers` package
-(workloads/local_tokenizer.py), trained in the test: no download."""
+(workloads/content/local_tokenizer.py), trained in the test: no download."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tests.workloads.tiny_tokenizer import write_tiny_tokenizer
-from zerohop.workloads.local_tokenizer import TokenizerPathError, load_local_tokenizer
-from zerohop.workloads.prompts import PromptBuilder, exactness_problem
+from zerohop.workloads.content.local_tokenizer import TokenizerPathError, load_local_tokenizer
+from zerohop.workloads.content.prompts import PromptBuilder, exactness_problem
 
 pytestmark = pytest.mark.unit
 

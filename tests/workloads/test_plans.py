@@ -10,12 +10,16 @@ import numpy as np
 import pytest
 
 from tests.workloads.conftest import trace_path
-from zerohop.sim import tokens as sim_tokens
+from zerohop.sim.answers import tokens as sim_tokens
+from zerohop.workloads.content.prompts import PromptBuilder, TokenCalibration
+from zerohop.workloads.content.word_counts import WordCounts
 from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.plans import PlannedRequest, make_planner, zipf_probabilities
-from zerohop.workloads.prompts import PromptBuilder, TokenCalibration
-from zerohop.workloads.traces import TraceRequest, read_trace
-from zerohop.workloads.word_counts import WordCounts
+from zerohop.workloads.planners.request_plans import (
+    PlannedRequest,
+    make_planner,
+    zipf_probabilities,
+)
+from zerohop.workloads.timing.traces import TraceRequest, read_trace
 from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit

@@ -12,16 +12,16 @@ from pydantic import ValidationError
 
 from zerohop.client.api_request import to_request_spec
 from zerohop.workloads.inputs import load_workloads
+from zerohop.workloads.kind_planner import is_session_planner, make_workload_planner
 from zerohop.workloads.kind_registry import workload_kind
-from zerohop.workloads.planners import is_session_planner, make_workload_planner
-from zerohop.workloads.pooling import PooledRequest
-from zerohop.workloads.pooling_specs import (
+from zerohop.workloads.planners.pooling import PooledRequest
+from zerohop.workloads.planners.worker_load import worker_setup
+from zerohop.workloads.schema.pooling_specs import (
     POOLING_APIS,
     EmbeddingSpec,
     RerankSpec,
     pooling_refusal,
 )
-from zerohop.workloads.worker_load import worker_setup
 
 pytestmark = pytest.mark.unit
 

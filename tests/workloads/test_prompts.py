@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from zerohop.sim import tokens as sim_tokens
-from zerohop.workloads.prompts import (
+from zerohop.sim.answers import tokens as sim_tokens
+from zerohop.workloads.content.prompts import (
     PromptBuilder,
     TokenCalibration,
     count_regex_tokens,

@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from zerohop.sim import tokens as sim_tokens
+from zerohop.sim.answers import tokens as sim_tokens
 from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.planners import make_workload_planner
-from zerohop.workloads.plans import zipf_probabilities
-from zerohop.workloads.shared_prefix import SALT_UNITS
-from zerohop.workloads.worker_load import worker_setup
+from zerohop.workloads.kind_planner import make_workload_planner
+from zerohop.workloads.planners.request_plans import zipf_probabilities
+from zerohop.workloads.planners.shared_prefix import SALT_UNITS
+from zerohop.workloads.planners.worker_load import worker_setup
 from zerohop.workloads.yaml_io import parse_workloads
 
 pytestmark = pytest.mark.unit

@@ -10,9 +10,9 @@ import pytest
 
 from tests.tiers import skip_unless_required
 from tests.workloads.conftest import TRACES_DIR, WORKLOADS_DIR, trace_path
-from zerohop.workloads.data_paths import package_data_dir
-from zerohop.workloads.plans import make_planner
-from zerohop.workloads.traces import read_trace, replay_window
+from zerohop.workloads.planners.request_plans import make_planner
+from zerohop.workloads.schema.data_paths import package_data_dir
+from zerohop.workloads.timing.traces import read_trace, replay_window
 from zerohop.workloads.yaml_io import load_workload_file
 
 pytestmark = pytest.mark.unit

@@ -11,16 +11,16 @@ import yaml
 
 from tests.workloads.conftest import TRACES_DIR, WORKLOADS_DIR, trace_path
 from zerohop.workloads import reference
-from zerohop.workloads.data_paths import package_data_dir
-from zerohop.workloads.distributions import FixedDist
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.kind_registry import workload_kinds
-from zerohop.workloads.kinds import (
+from zerohop.workloads.schema.data_paths import package_data_dir
+from zerohop.workloads.schema.distributions import FixedDist
+from zerohop.workloads.schema.kinds import (
     LoraMixSpec,
     ShortQueryFloodSpec,
     TraceReplaySpec,
 )
-from zerohop.workloads.load_spec import (
+from zerohop.workloads.schema.load_spec import (
     ClosedLoad,
     GammaArrival,
     OpenLoad,

@@ -10,7 +10,7 @@ import pytest
 
 from tests.workloads.conftest import trace_path
 from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.traces import (
+from zerohop.workloads.timing.traces import (
     TraceRequest,
     read_azure_csv,
     read_mooncake_jsonl,
@@ -163,7 +163,7 @@ def test_replay_window_scales_time_and_keeps_the_burst_shape() -> None:
 def test_a_trace_is_time_scaled_to_offer_a_given_rate_with_its_shape_kept() -> None:
     """`--rate`'s share of a trace replay: the speed at which its window holds the share's
     arrivals, recounted here from the window that speed replays."""
-    from zerohop.workloads.data_paths import package_data_dir
+    from zerohop.workloads.schema.data_paths import package_data_dir
 
     rows = read_trace(package_data_dir() / "traces" / "azure_conv_first3600.csv")
     for rate in (0.3, 2.5, 12.0):

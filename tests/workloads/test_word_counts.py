@@ -1,12 +1,12 @@
-"""Exact prompt sizes from per-word token counts (workloads/word_counts.py)."""
+"""Exact prompt sizes from per-word token counts (workloads/content/word_counts.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from zerohop.workloads.prompts import PromptBuilder, TokenCalibration, count_regex_tokens
-from zerohop.workloads.word_counts import WordCounts
+from zerohop.workloads.content.prompts import PromptBuilder, TokenCalibration, count_regex_tokens
+from zerohop.workloads.content.word_counts import WordCounts
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zerohop.workloads.prompts import PromptBuilder
+from zerohop.workloads.content.prompts import PromptBuilder
 
 
 def write_tiny_tokenizer(folder: Path, *, vocab_size: int = 300,

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vllm_cpu"))
-from build_tiny_model import generate_corpus  # noqa: E402  (the shared training text)
+from build_tiny_model import generate_corpus
 
 BUILDER_VERSION = 1
 DEFAULT_SEED = 20240601

@@ -101,7 +101,7 @@ class ItlPools:
             (low, high), frac = _positions(n_between, fractions)
             ranks = np.concatenate([[0, n_between - 1], low, high])
             if between:  # past the negatives, a rank skips the block of zeros
-                n_neg = len(self._ranks.negatives(groups))
+                n_neg = int(self._ranks.negative_counts[list(groups)].sum())
                 ranks = np.where(ranks < n_neg, ranks, ranks + zeros)
             queries.append((groups, ranks))
             shapes.append((n_between, frac))

@@ -11,6 +11,8 @@ was offered", so they share one window (docs/design.md, "The measured window"):
   offered load for less than its planned duration, and dividing by the plan would
   understate every rate;
 * a request counts towards the rates when it ended inside it;
+* the offered rate also counts the arrivals a `--max-concurrency` cap held until the
+  run ended (`RunData.not_sent`): due inside the window, never sent;
 * each record stands for `weight` requests: 1 for a live run; more for a simulation
   (`zerohop simulate`) that ran k of its N replicas or kept a sample of its records,
   as its manifest's `simulation` section says, so its rates are the whole fleet's.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -49,6 +51,9 @@ class MeasuredWindow:
     duration_s: float
     source: WindowSource
     weight: float = 1.0  # requests each record stands for (see record_weight)
+    # per workload, when each arrival never sent was due (`RunData.not_sent`): counted
+    # by `offered` and by nothing else
+    not_sent: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def end_ts(self) -> float:
@@ -70,23 +75,34 @@ class MeasuredWindow:
         with np.errstate(invalid="ignore"):
             return (arrival >= self.start_ts) & (arrival < self.end_ts)
 
-    def offered(self, requests: pd.DataFrame, mask: np.ndarray) -> float:
+    def offered(self, requests: pd.DataFrame, mask: np.ndarray,
+                workload: str | None = None) -> float:
         """The rate the selected requests were offered at: those that arrived in the
-        window, per second of it. A window read from the records (a `--requests` run)
-        also holds the drain after the last arrival, so there scheduled arrivals are
+        window, and the arrivals of `workload` (None: of every workload) that a cap held
+        until the end, per second of it. A window read from the records (a `--requests`
+        run) also holds the drain after the last arrival, so there scheduled arrivals are
         counted over their own span instead, (n − 1) gaps over first → last due time:
         200 arrivals due at 20 req/s are 20 req/s offered however long a
         `--max-concurrency` cap kept them waiting."""
         arrived = mask & self.arrived(requests)
+        held = self._not_sent_in_window(workload)
         if self.source != "records":
-            return self.rate(int(arrived.sum()))
+            return self.rate(int(arrived.sum()) + held.size)
         due = requests["scheduled_ts"].to_numpy(dtype=float)[arrived]
-        timed = due[np.isfinite(due)]
+        timed = np.concatenate([due[np.isfinite(due)], held])
         span = float(timed.max() - timed.min()) if timed.size > 1 else 0.0
         if span <= 0:
-            return self.rate(int(arrived.sum()))
-        untimed = self.rate(int(arrived.sum()) - timed.size)  # closed loop: its sends
+            return self.rate(int(arrived.sum()) + held.size)
+        untimed = self.rate(int(arrived.sum()) - (timed.size - held.size))  # closed loop
         return (timed.size - 1) * self.weight / span + untimed
+
+    def _not_sent_in_window(self, workload: str | None) -> np.ndarray:
+        parts = [self.not_sent.get(workload, np.empty(0))] if workload is not None \
+            else list(self.not_sent.values())
+        due = np.concatenate(parts) if parts else np.empty(0)
+        if math.isnan(self.start_ts):
+            return due
+        return due[(due >= self.start_ts) & (due < self.end_ts)]
 
     def counts(self, requests: pd.DataFrame) -> np.ndarray:
         """Per request: did it end inside the window (a record without an end time:
@@ -101,7 +117,12 @@ class MeasuredWindow:
 
 def measured_window(run: RunData) -> MeasuredWindow:
     """The run's measured window (see the module docstring)."""
-    return window_of(run.requests, run.manifest)
+    window = window_of(run.requests, run.manifest)
+    if run.not_sent.empty:
+        return window
+    held = run.not_sent.groupby("workload", observed=True)["scheduled_ts"]
+    return replace(window, not_sent={str(name): due.to_numpy(dtype=float)
+                                     for name, due in held})
 
 
 def record_weight(manifest: Mapping[str, Any]) -> float:

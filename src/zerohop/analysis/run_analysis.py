@@ -16,37 +16,43 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from zerohop.analysis.alerts import (
+from zerohop.analysis.client.fidelity import ClientFidelity, assess_fidelity
+from zerohop.analysis.comparison.probe import summarise_probe
+from zerohop.analysis.itl_pools import ItlPools, longest_zero_runs
+from zerohop.analysis.latency.error_samples import (
+    ErrorSample,
+    OutcomeCount,
+    error_samples,
+    outcome_counts,
+)
+from zerohop.analysis.latency.load_shape import WorkloadLoad, workload_loads
+from zerohop.analysis.latency.lora_adapters import summarise_adapters
+from zerohop.analysis.latency.policy import summarise_policy
+from zerohop.analysis.latency.prefill import PrefillFit, fit_prefill
+from zerohop.analysis.latency.reads import ReadDelivery, summarise_reads
+from zerohop.analysis.latency.run_summary import summarise_run
+from zerohop.analysis.latency.sessions import SessionAnalysis, summarise_sessions
+from zerohop.analysis.latency.slo import SloResult
+from zerohop.analysis.latency.spec_decode import summarise_spec_decode
+from zerohop.analysis.latency.structured_output import StructuredShare, structured_shares
+from zerohop.analysis.latency.summary import ALL_WORKLOADS, WorkloadSummary
+from zerohop.analysis.latency.token_counts import TokenCounts, summarise_token_counts
+from zerohop.analysis.measured_window import MeasuredWindow
+from zerohop.analysis.run_data import RunData
+from zerohop.analysis.server.alerts import (
     DEFAULT_ALERT_RULES,
     AlertResult,
     AlertRule,
     evaluate_rules,
     load_rules,
 )
-from zerohop.analysis.correlation import CorrelationReport, CorrelationSettings, find_drivers
-from zerohop.analysis.driver_lanes import driver_lanes
-from zerohop.analysis.energy import summarise_energy
-from zerohop.analysis.error_samples import ErrorSample, OutcomeCount, error_samples, outcome_counts
-from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
-from zerohop.analysis.itl_pools import ItlPools
-from zerohop.analysis.load_shape import WorkloadLoad, workload_loads
-from zerohop.analysis.lora_adapters import summarise_adapters
-from zerohop.analysis.measured_window import MeasuredWindow
-from zerohop.analysis.microbench import summarise_microbench
-from zerohop.analysis.pd_split import pd_split
-from zerohop.analysis.policy import summarise_policy
-from zerohop.analysis.prefill import PrefillFit, fit_prefill
-from zerohop.analysis.probe import summarise_probe
-from zerohop.analysis.reads import ReadDelivery, summarise_reads
-from zerohop.analysis.run_data import RunData
-from zerohop.analysis.run_summary import summarise_run
-from zerohop.analysis.saturation_replay import saturation_figures
-from zerohop.analysis.sessions import SessionAnalysis, summarise_sessions
-from zerohop.analysis.slo import SloResult
-from zerohop.analysis.spec_decode import summarise_spec_decode
-from zerohop.analysis.structured_output import StructuredShare, structured_shares
-from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
-from zerohop.analysis.time_budget import time_budget
+from zerohop.analysis.server.correlation import CorrelationReport, CorrelationSettings, find_drivers
+from zerohop.analysis.server.driver_lanes import driver_lanes
+from zerohop.analysis.server.energy import summarise_energy
+from zerohop.analysis.server.microbench import summarise_microbench
+from zerohop.analysis.server.pd_split import pd_split
+from zerohop.analysis.server.saturation_replay import saturation_figures
+from zerohop.analysis.server.time_budget import time_budget
 from zerohop.analysis.timeseries import (
     Lane,
     TelemetryGap,
@@ -60,7 +66,6 @@ from zerohop.analysis.timeseries import (
     telemetry_gaps,
     telemetry_lanes,
 )
-from zerohop.analysis.token_counts import TokenCounts, summarise_token_counts
 from zerohop.core.metrics import REQUEST_LATENCIES
 
 MAX_CHART_POINTS = 2000
@@ -178,11 +183,17 @@ def analyse_run(run: RunData, settings: AnalysisSettings | None = None) -> RunAn
     duration = manifest.get("duration_s")
     timeline = run_timeline(requests, telemetry, settings.window_s, fallback_duration_s=duration)
     pools = ItlPools(requests, run.itl)  # ~the size of the ITL column: dropped below
+    zero_runs = longest_zero_runs(run.itl)
+    # the gaps' float32 shadows have had their last reader (1.25 GB at ten million
+    # requests): dropped before the other analyses' copies, read again only if a later
+    # one asks (issue 42)
+    run.itl.release()
     summary = summarise_run(run, pools=pools)
     notes += summary.notes
     summaries = summary.summaries
-    reads = summarise_reads(requests, run.itl, [s.workload for s in summaries], pools)
-    del pools
+    reads = summarise_reads(requests, run.itl, [s.workload for s in summaries], pools,
+                            zero_runs)
+    del pools, zero_runs
     lanes = telemetry_lanes(telemetry)
     rules = _rules(settings)
     window_latency = latency_series(requests, timeline)
@@ -317,7 +328,7 @@ register_section_analysis(
 register_section_analysis(
     "energy", lambda run, inputs: summarise_energy(run, inputs.window, inputs.lanes))
 register_section_analysis(
-    "saturation", lambda run, _: saturation_figures(run.requests, run.manifest))
+    "saturation", lambda run, _: saturation_figures(run))
 register_section_analysis("probe", lambda run, inputs: summarise_probe(
     run, inputs.timeline.coarsened(MAX_CHART_POINTS)))
 register_section_analysis(

@@ -15,6 +15,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from zerohop.analysis.input_error import ReportInputError as ReportInputError  # re-exported
+from zerohop.analysis.itl_column import ItlColumn as ItlColumn  # re-exported
 from zerohop.core.records import (
     CATEGORY,
     NUMBER,
@@ -42,40 +44,9 @@ REQUEST_COLUMNS: tuple[str, ...] = CATEGORY_COLUMNS + FLOAT_COLUMNS + TEXT_COLUM
 TELEMETRY_COLUMNS: tuple[str, ...] = ("ts", "source", "metric", "labels", "value")
 
 
-class ReportInputError(ValueError):
-    """A results folder the report cannot read; the message is one line for the user."""
-
-
-@dataclass(frozen=True)
-class ItlColumn:
-    """The `itl_ms` lists of every request, flattened: request i owns
-    `values[offsets[i]:offsets[i + 1]]`. Kept out of the DataFrame because a million
-    Python lists would cost more than the whole rest of the report."""
-
-    values: np.ndarray
-    offsets: np.ndarray
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def pooled(self, row_mask: np.ndarray) -> np.ndarray:
-        """All gaps of the selected requests in one array (ITL is pooled across requests)."""
-        per_value = np.repeat(np.asarray(row_mask, dtype=bool), self.lengths)
-        return self.values[per_value]
-
-    def row_max(self) -> np.ndarray:
-        """Largest gap of each request (NaN where a request has none)."""
-        out = np.full(self.lengths.size, np.nan)
-        nonempty = self.lengths > 0
-        if self.values.size:
-            starts = self.offsets[:-1][nonempty]
-            out[nonempty] = np.maximum.reduceat(self.values, starts)
-        return out
-
-    @classmethod
-    def empty(cls, n_rows: int) -> ItlColumn:
-        return cls(values=np.array([], dtype=float), offsets=np.zeros(n_rows + 1, np.int64))
+NOT_SENT_EMPTY = pd.DataFrame({"workload": pd.Series([], dtype=str),
+                               "scheduled_ts": pd.Series([], dtype=float),
+                               "end_ts": pd.Series([], dtype=float)})
 
 
 @dataclass(frozen=True)
@@ -102,6 +73,10 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     probe: ProbeRecords | None = None  # None: no probe ran
     answers: dict[str, Any] | None = None  # answers.json (`--answer-probe`); None: none ran
+    # arrivals a --max-concurrency cap held until the run ended (not_sent/): offered,
+    # never sent: `workload`, `scheduled_ts` (due) and `end_ts` (turned away), apart
+    # from the requests
+    not_sent: pd.DataFrame = field(default_factory=lambda: NOT_SENT_EMPTY.copy())
 
     @property
     def label(self) -> str:

@@ -21,20 +21,20 @@ from typing import Any
 
 import numpy as np
 
-from zerohop.analysis.answers import answers_of_run, answers_summary
-from zerohop.analysis.energy import EnergySummary, summarise_energy
-from zerohop.analysis.error_samples import outcome_counts
-from zerohop.analysis.fidelity import ClientFidelity, assess_fidelity
+from zerohop.analysis.client.fidelity import ClientFidelity, assess_fidelity
+from zerohop.analysis.comparison.answers import answers_of_run, answers_summary
+from zerohop.analysis.comparison.probe import ProbeFigures, summarise_probe
+from zerohop.analysis.latency.error_samples import outcome_counts
+from zerohop.analysis.latency.results_table import ResultsTable, run_results_table, table_document
+from zerohop.analysis.latency.run_summary import silent_workloads, summarise_run
+from zerohop.analysis.latency.slo import SloResult
+from zerohop.analysis.latency.summary import ALL_WORKLOADS, WorkloadSummary
 from zerohop.analysis.measured_window import MeasuredWindow
-from zerohop.analysis.probe import ProbeFigures, summarise_probe
 from zerohop.analysis.quantiles import PERCENTILE_NAMES, Distribution
-from zerohop.analysis.results_table import ResultsTable, run_results_table, table_document
 from zerohop.analysis.run_analysis import RunAnalysis
 from zerohop.analysis.run_data import RunData, category_codes
-from zerohop.analysis.run_summary import silent_workloads, summarise_run
-from zerohop.analysis.saturation_replay import saturation_figures
-from zerohop.analysis.slo import SloResult
-from zerohop.analysis.summary import ALL_WORKLOADS, WorkloadSummary
+from zerohop.analysis.server.energy import EnergySummary, summarise_energy
+from zerohop.analysis.server.saturation_replay import saturation_figures
 from zerohop.analysis.timeseries import telemetry_lanes
 from zerohop.core.metrics import RUN_RATES, SUMMARISED
 
@@ -57,7 +57,7 @@ class SummaryParts:
     energy: EnergySummary | None = None
     results: ResultsTable | None = None  # the console's results block, when it printed one
     probe: ProbeFigures | None = None  # the interference probe's, when one ran
-    saturation: dict[str, Any] | None = None  # analysis/saturation_replay.py's figures
+    saturation: dict[str, Any] | None = None  # analysis/server/saturation_replay.py's figures
 
 
 def parts_of_analysis(analysis: RunAnalysis, run: RunData) -> SummaryParts:
@@ -77,7 +77,7 @@ def parts_of_run(run: RunData) -> SummaryParts:
     return SummaryParts(summary.summaries, summary.slo_results, summary.window, fidelity,
                         summarise_energy(run, summary.window, lanes),
                         probe=summarise_probe(run),
-                        saturation=saturation_figures(run.requests, run.manifest))
+                        saturation=saturation_figures(run))
 
 
 def summary_document(run: RunData, parts: SummaryParts) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def summary_document(run: RunData, parts: SummaryParts) -> dict[str, Any]:
 
 
 def results_of(run: RunData, parts: SummaryParts) -> ResultsTable:
-    """The results block (analysis/results_table.py): the console's own when it
+    """The results block (analysis/latency/results_table.py): the console's own when it
     printed one, else computed from the run at the percentiles it asked for."""
     if parts.results is not None:
         return parts.results
@@ -130,7 +130,7 @@ def _probe_section(probe: ProbeFigures | None) -> dict[str, Any] | None:
 
 
 def _energy_section(energy: EnergySummary | None) -> dict[str, Any] | None:
-    """The GPUs' energy over the window (analysis/energy.py); `modelled` where it came
+    """The GPUs' energy over the window (analysis/server/energy.py); `modelled` where it came
     from a GPU model (the embedded target, the virtual clock), not a measured GPU."""
     if energy is None:
         return None
@@ -166,6 +166,7 @@ def _run_section(run: RunData) -> dict[str, Any]:
             "duration_s": _number(load.get("duration_s")),
             "requests": _number(load.get("requests")),
             "max_concurrency": _number(load.get("max_concurrency")),
+            "not_sent": len(run.not_sent),
         },
         "simulated": "simulation" in manifest,
         "sent_nothing": silent_workloads(manifest, set(run.requests["workload"].unique())),

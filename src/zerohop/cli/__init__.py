@@ -62,7 +62,8 @@ def cli() -> None:
 def main() -> None:
     """Every command's errors in one style, `zerohop: error: ...` on one line: click's
     own (an unknown option, a bad value) included, which it would print as `Error:`
-    after the usage text."""
+    after the usage text. Plugins load first: the commands' choices read the registries."""
+    _load_plugins(sys.argv[1:])
     try:
         code = cli.main(prog_name="zerohop", standalone_mode=False)
     except KeyboardInterrupt:
@@ -80,3 +81,18 @@ def main() -> None:
         click.echo(f"zerohop: error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _load_plugins(argv: list[str]) -> None:
+    """Load the `--plugin` modules of the command line (and those `ZEROHOP_PLUGINS`
+    names already) and the entry points, and hand the names on to every child process
+    through `ZEROHOP_PLUGINS`. A plugin that fails: one line, exit 2."""
+    from zerohop.core.exit_codes import EXIT_BAD_INPUT
+    from zerohop.core.plugins import PluginError, load_plugins, plugins_from_argv, publish_plugins
+
+    names = publish_plugins(plugins_from_argv(argv))
+    try:
+        load_plugins(names)
+    except PluginError as exc:
+        click.echo(f"zerohop: error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)

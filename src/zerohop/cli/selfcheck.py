@@ -8,40 +8,36 @@ input · 3 the embedded target could not start · 128 + N stopped by signal N.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from zerohop.analysis.client_certificate import DEFAULT_MAX_ERROR_MS, Bounds
-from zerohop.cli.main_job import plan_from_flags
-from zerohop.core.apis import DEFAULT_API, api_names
+from zerohop.analysis.client.client_certificate import DEFAULT_MAX_ERROR_MS, Bounds
+from zerohop.cli.main_job import plan_from_settings
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_SLO, RunError
 from zerohop.core.layout import SELFCHECK_FILE
+from zerohop.loadgen.run_settings import RunSettings
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.selfcheck import MIN_DURATION_S, run_selfcheck, selfcheck_plan
 from zerohop.runner.selfcheck_console import certificate_lines
+from zerohop.runner.setting_options import setting_options
 
 EXIT_FAIL = EXIT_SLO  # a bound was missed, as a missed SLO exits
+# `zerohop run`'s settings a self-check takes, by their names there
+_SHARED = ("users", "rate", "duration", "workers", "workloads", "api", "results_dir", "seed",
+           "sim_args")
 
 
 @click.command("selfcheck")
-@click.option("--users", type=int, default=None,
-              help="Intended concurrent users (closed loop). Default: the --workload files' "
-              "own load, else the default run's short-query rate.")
-@click.option("--rate", type=float, default=None, help="Intended arrival rate, req/s (open loop).")
-@click.option("--duration", default="20s", show_default=True, help="How long to drive the load.")
-@click.option("--workers", type=int, default=0, show_default=True,
-              help="Locust worker processes, as the run will use; 0 = one process.")
-@click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
-              help="Your workload file (repeatable). Default: short queries.")
-@click.option("--api", type=click.Choice(api_names()), default=DEFAULT_API, show_default=True)
+@setting_options(_SHARED, defaults={"duration": "20s"}, helps={
+    "users": "Intended concurrent users (closed loop). Default: the --workload files' own "
+             "load, else the default run's short-query rate.",
+    "rate": "Intended arrival rate, req/s (open loop).",
+    "duration": "How long to drive the load.",
+    "workers": "Locust worker processes, as the run will use; 0 = one process.",
+    "workloads": "Your workload file (repeatable). Default: short queries."})
 @click.option("--max-error-ms", type=float, default=DEFAULT_MAX_ERROR_MS, show_default=True,
               help="Bound on the client's TTFT error p99.")
-@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
-              show_default=True)
-@click.option("--seed", type=int, default=1234, show_default=True)
-@click.option("--sim-args", default="", help="Extra arguments for the embedded target.")
 def selfcheck_command(**kw: Any) -> None:
     """Certify the client's TTFT error, schedule lag and CPU headroom at a load.
 
@@ -71,14 +67,9 @@ def _plan_and_bounds(kw: dict[str, Any]) -> tuple[RunPlan, Bounds]:
             + " (--users N or --rate R to certify another)")
     if not kw["max_error_ms"] > 0:
         raise RunError("--max-error-ms must be > 0", EXIT_BAD_INPUT)
-    plan = plan_from_flags({
-        "host": None, "api": kw["api"], "workloads": kw["workloads"], "classes": (),
-        "users": kw["users"], "rate": kw["rate"], "duration": kw["duration"],
-        "telemetry": "loadgen", "slo": "", "name": "selfcheck", "workers": kw["workers"],
-        "results_dir": kw["results_dir"], "model": "", "seed": kw["seed"],
-        "sim_args": kw["sim_args"], "no_report": True, "microbench": "off",
-        "compare_layer": False, "tokenizer": None,
-    })
+    plan = plan_from_settings(RunSettings(
+        **{name: kw[name] for name in _SHARED}, telemetry="loadgen", name="selfcheck",
+        no_report=True, microbench="off"))
     if plan.duration_s < MIN_DURATION_S:
         raise RunError(f"--duration: a self-check needs at least {MIN_DURATION_S:g}s",
                        EXIT_BAD_INPUT)

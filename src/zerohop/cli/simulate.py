@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
+from zerohop.runner.setting_options import setting_options
 
 if TYPE_CHECKING:
     from zerohop.analysis.run_analysis import RunAnalysis
@@ -19,8 +20,11 @@ if TYPE_CHECKING:
 @click.command(name="simulate", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--workload", "workload", type=click.Path(path_type=Path), required=True,
               help="Workload file (open-loop short_query_flood / long_context workloads).")
-@click.option("--duration", default="60s", show_default=True,
-              help="Simulated time the load is offered: 30s, 2m, 1h.")
+@setting_options(("duration", "seed", "results_dir", "name"), defaults={
+    "duration": "60s", "name": "simulate"}, helps={
+    "duration": "Simulated time the load is offered: 30s, 2m, 1h.",
+    "seed": "Seed of the arrivals and sizes (`zerohop run`'s default: the same arrivals).",
+    "name": "Run name."})
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Engine replicas of the served model.")
 @click.option("--simulated-replicas", type=int, default=None,
@@ -39,13 +43,8 @@ if TYPE_CHECKING:
 @click.option("--record-sample", type=float, default=1.0, show_default=True,
               help="Share of requests written as records (seeded); counts in the manifest "
               "stay exact.")
-@click.option("--seed", type=int, default=1234, show_default=True,
-              help="Seed of the arrivals and sizes (`zerohop run`'s default: the same arrivals).")
 @click.option("--drain", default="60s", show_default=True,
               help="How long requests may run on after the last arrival.")
-@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
-              show_default=True)
-@click.option("--name", default="simulate", show_default=True, help="Run name.")
 @click.option("--report/--no-report", default=False, show_default=True,
               help="Write report.html when done.")
 @click.option("--sweep", "sweep", default=None,

@@ -12,7 +12,7 @@ from zerohop.planning.sweep import SweepPlan, SweepResult, run_sweep
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import RunResult
 from zerohop.storage.summary_file import write_summary
-from zerohop.workloads.load_spec import OpenLoad
+from zerohop.workloads.schema.load_spec import OpenLoad
 from zerohop.workloads.yaml_io import load_workload_file
 
 

@@ -30,7 +30,7 @@ from zerohop.client.protocols import GenerationRequest
 from zerohop.core import records as rec
 from zerohop.core import timing
 from zerohop.core.records import RequestRecord
-from zerohop.workloads.policy_spec import MEMORY_ERROR, BackoffSpec, FallbackStep, Policy
+from zerohop.workloads.schema.policy_spec import MEMORY_ERROR, BackoffSpec, FallbackStep, Policy
 
 # attempt_reason values
 FIRST, RETRY, FALLBACK, CONTINUATION = "first", "retry", "fallback", "continuation"

@@ -8,7 +8,8 @@ paths, resolved where they are used: importing this module loads neither.
 
 This is the one list of API names. CLI choices, config types, `create_api_adapter`, the
 sim's routes and the golden-stream tests all read it, and a unit test fails if a second
-literal list of the names appears in the package. `register_api` adds an API at runtime.
+literal list of the names appears in the package. `register_api` adds an API at runtime,
+from a plugin (`core/plugins.py`) that every process of a run loads.
 """
 
 from __future__ import annotations
@@ -63,11 +64,12 @@ class ApiEntry:
 
     `adapter`: the client adapter class (`zerohop.client.protocols.ApiAdapter`).
     `embedded_path`: the URL path the embedded sim serves the API on.
-    `embedded_form`: the request body the sim reads there, one of the forms it knows
-    (`zerohop.sim.api_routes.BODY_FORMS`: chat, completions, messages, responses); it also
-    picks the shape of the sim's error bodies.
+    `embedded_form`: the request body the sim reads there, the name of a registered
+    `zerohop.sim.answers.body_forms.BodyForm` (chat, completions, messages and responses ship; the
+    shape's module may register one more); it also picks the shape of the sim's error
+    bodies.
     `embedded_shape`: the function that builds one request's stream shape (the signature
-    of `zerohop.sim.answer_shapes.chat_shape`).
+    of `zerohop.sim.answers.answer_shapes.chat_shape`).
     `golden_stream`: its recorded example stream, `NAME.sse` beside `NAME.json` (what it
     decodes to) in the tests' stream fixtures; an absolute path names one elsewhere.
     """
@@ -87,7 +89,7 @@ class ApiEntry:
 def _builtin(spec: ApiSpec, adapter: str, path: str, form: str, shape: str,
              golden: str) -> ApiEntry:
     return ApiEntry(spec, f"zerohop.client.{adapter}", path, form,
-                    f"zerohop.sim.answer_shapes:{shape}", golden)
+                    f"zerohop.sim.answers.answer_shapes:{shape}", golden)
 
 
 _ENTRIES: dict[str, ApiEntry] = {}

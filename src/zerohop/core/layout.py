@@ -37,6 +37,9 @@ GROUND_TRUTH_FILE = "ground_truth.jsonl"
 LIVE_DIR = "live"  # the saturation detector's live feed (loadgen/saturation_feed.py)
 PROBE_DIR = "probe"  # `--probe-rate`: kept apart from records/, out of the main statistics
 PROBE_PHASES_FILE = "phases.json"
+# open-loop arrivals a --max-concurrency cap held until the run ended: offered, never
+# sent; kept apart from records/ (no figure but the offered rate reads them)
+NOT_SENT_DIR = "not_sent"
 ANSWERS_FILE = "answers.json"  # `--answer-probe`: its answers, out of the main statistics
 
 # manifest key: when a signal (or a stop before the end) cut the load short, in the

@@ -26,6 +26,9 @@ STALL = "stall"
 INCOMPLETE_STREAM = "incomplete_stream"
 PROTOCOL_ERROR = "protocol_error"
 CANCELLED = "cancelled"
+# an open-loop arrival that waited for a --max-concurrency slot until the run ended:
+# offered, never sent (not a request to the target: no figure but the offered rate)
+NOT_SENT = "not_sent"
 
 # how an agent loop ended, on the record of its last model call (`agent_end`); a loop
 # whose last call failed, or that the end of the run cut short, has neither

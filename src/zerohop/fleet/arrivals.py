@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from zerohop.workloads.arrivals import schedule_for_load
-from zerohop.workloads.kinds import LongContextSpec, ShortQueryFloodSpec
-from zerohop.workloads.load_spec import GammaArrival, OpenLoad, PoissonArrival
-from zerohop.workloads.plans import arrival_seed
+from zerohop.workloads.planners.request_plans import arrival_seed
+from zerohop.workloads.schema.kinds import LongContextSpec, ShortQueryFloodSpec
+from zerohop.workloads.schema.load_spec import GammaArrival, OpenLoad, PoissonArrival
+from zerohop.workloads.timing.arrivals import schedule_for_load
 from zerohop.workloads.yaml_io import load_workload_file
 
 SUPPORTED = (ShortQueryFloodSpec, LongContextSpec)

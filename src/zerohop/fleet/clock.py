@@ -20,9 +20,9 @@ from zerohop.fleet.arrivals import OfferedLoad
 from zerohop.fleet.layer_model import LayerSpec, LayerState
 from zerohop.fleet.outcomes import Outcomes
 from zerohop.fleet.request import FleetRequest
-from zerohop.sim.engine import Engine, StepPlan
+from zerohop.sim.answers.tokens import draw_output_tokens
+from zerohop.sim.engine.engine import Engine, StepPlan
 from zerohop.sim.sequence import EngineError, Sequence
-from zerohop.sim.tokens import draw_output_tokens
 
 NEVER = np.iinfo(np.int64).max
 Tick = Callable[[int, "FleetClock"], None]

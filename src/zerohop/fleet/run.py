@@ -22,8 +22,8 @@ from zerohop.fleet.outcomes import Outcomes
 from zerohop.fleet.records import RecordWriter
 from zerohop.fleet.telemetry import FleetTelemetry
 from zerohop.sim.config import SimConfig
-from zerohop.sim.engine import Engine
-from zerohop.sim.gpu_activity import GpuActivity
+from zerohop.sim.cost_model.gpu_activity import GpuActivity
+from zerohop.sim.engine.engine import Engine
 from zerohop.storage import run_folder
 
 CLOCK = "virtual"
@@ -84,7 +84,7 @@ def run_simulation(plan: SimulationPlan) -> SimulationResult:
         load={"mode": "open", "rate_rps": load.rate_rps(plan.duration_s) * fleet_scale,
               "duration_s": plan.duration_s},
         config={"argv": " ".join(plan.argv)},
-        workload_slo=load.slos,  # judged as a live run's are (analysis/run_summary.py)
+        workload_slo=load.slos,  # judged as a live run's are (analysis/latency/run_summary.py)
     )
     writer = RecordWriter(run_dir)
     outcomes = Outcomes(start_wall_s=start_wall_s, workloads=load.workloads, api=plan.api,

@@ -6,7 +6,7 @@ once alone, when Locust has started and before the test starts (before any load,
 interference probe's idle phase and the prompt sizing included, and outside Locust's
 `-t`), and once more while the load runs, `SETTLE_S` after it starts. Each answer is
 kept whole (text, tokens, token ids where the server names them, logprobs) in
-`answers.json`; the comparison is `analysis/answers.py`. The answers are not records:
+`answers.json`; the comparison is `analysis/comparison/answers.py`. The answers are not records:
 they never enter the workloads' figures.
 
 One process sends them (the local runner, or the master in distributed mode), one at a
@@ -114,12 +114,12 @@ class AnswerProbe:
 
 
 def answer_probe_enabled(environment: Any) -> bool:
-    return bool(opt.option(environment, "zh_answer_probe"))
+    return opt.run_settings(environment).answer_probe
 
 
 def check_answer_probe(environment: Any) -> None:
     """A ValueError (one line) when the probe is asked for on an API it cannot ask."""
-    refusal = answer_api_refusal(str(opt.option(environment, "zh_api")))
+    refusal = answer_api_refusal(opt.run_settings(environment).api)
     if answer_probe_enabled(environment) and refusal is not None:
         raise ValueError(refusal)
 
@@ -132,14 +132,15 @@ def answer_alone(environment: Any) -> None:
     rt = runtime_of(environment)
     if not answer_probe_enabled(environment) or rt.role == "worker" or rt.run_dir is None:
         return
+    settings = opt.run_settings(environment)
     try:
-        model = str(opt.option(environment, "zh_model") or first_model(environment.host))
+        model = settings.model or first_model(environment.host)
     except ValueError as exc:  # no model named and none listed: the run says so itself
         log.warning("zerohop: warning: answer probe left out: %s", exc)
         return
     probe = AnswerProbe(
-        base_url=environment.host, api=str(opt.option(environment, "zh_api")), model=model,
-        timeout_s=float(opt.option(environment, "zh_total_timeout")), run_dir=rt.run_dir)
+        base_url=environment.host, api=settings.api, model=model,
+        timeout_s=opt.locust_options(environment).total_timeout, run_dir=rt.run_dir)
     rt.extras[_KEY] = probe
     for index in range(len(probe.prompts)):
         probe.ask(index, ALONE)
@@ -175,7 +176,7 @@ def finish_answers(environment: Any) -> None:
     if probe is None:
         return
     if probe.sender is not None:
-        probe.sender.join(timeout=float(opt.option(environment, "zh_drain_timeout")))
+        probe.sender.join(timeout=opt.locust_options(environment).drain_timeout)
         probe.sender.kill(block=True)
     probe.write()
 

@@ -6,29 +6,44 @@ as a hidden client queue (coordinated omission). The schedule is shared and seed
 process takes its own share of it (see the planner), so N workers together replay the
 same arrival process one would. An arrival over the workload's `max_in_flight` is
 dropped and counted; under the run's `--max-concurrency` (`run_limits`) it waits for a
-slot instead, and its record keeps the wait (`queue_wait_ms`). Each arrival takes one of
-`--requests`; none left ends the schedule. A conversation's or an agent workload's
-arrivals are sessions: each runs in its own greenlet (`sessions`), its later requests on
-its own pauses, and both caps count live sessions.
+slot instead, in its own greenlet (the schedule goes on meanwhile), and its record keeps
+the wait (`queue_wait_ms`). An arrival still waiting when the run ends was offered and
+never sent: it is kept as a cancelled record without a send time, so the offered rate
+counts it and the completed one does not. Each arrival takes one of `--requests`; none
+left ends the schedule. A conversation's or an agent workload's arrivals are sessions:
+each runs in its own greenlet (`sessions`), its later requests on its own pauses, and
+both caps count live sessions.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import gevent
+from gevent import GreenletExit
 from gevent.pool import Group
 
+from zerohop.client.llm_client import LLMClient, RequestSpec, cancelled_record
+from zerohop.client.policy import PolicyExecutor
+from zerohop.core import records as rec
 from zerohop.loadgen.run_limits import (
     DISPATCHERS_KEY,
     ConcurrencyCap,
+    RequestBudget,
     concurrency_cap,
     request_budget,
 )
-from zerohop.loadgen.runtime import runtime_of
-from zerohop.loadgen.workload_binding import binding_for
+from zerohop.loadgen.runtime import ProcessRuntime, runtime_of
+from zerohop.loadgen.workload_binding import WorkloadBinding, binding_for
+
+if TYPE_CHECKING:
+    from zerohop.workloads.planners.agent import AgentLoop
+    from zerohop.workloads.planners.conversation import Session
 
 log = logging.getLogger("zerohop")
 _KEY = DISPATCHERS_KEY
@@ -58,7 +73,7 @@ def stop_open_loop_dispatchers(environment: Any) -> None:
 def _dispatch(environment: Any, user_class: type) -> None:
     from zerohop.loadgen.sessions import play_session
     from zerohop.loadgen.users import new_policy_executor
-    from zerohop.workloads.planners import is_session_planner
+    from zerohop.workloads.kind_planner import is_session_planner
 
     rt = runtime_of(environment)
     binding = binding_for(environment, user_class)
@@ -70,6 +85,7 @@ def _dispatch(environment: Any, user_class: type) -> None:
     budget = request_budget(environment)
     slots = concurrency_cap(environment)
     requests = Group()
+    waiting = _Waiting()
     start_ns = time.perf_counter_ns()
     try:
         for planned in binding.planner.schedule():
@@ -79,22 +95,22 @@ def _dispatch(environment: Any, user_class: type) -> None:
                 gevent.sleep(wait_s)
             if rt.draining:
                 break
-            if cap_here is not None and len(requests) >= cap_here:
+            if cap_here is not None and len(requests) - waiting.count >= cap_here:
                 rt.counters.dropped_arrivals += 1
                 continue
             if budget.spent or (not sessions and not budget.take()):
                 break  # --requests: this process sent its share
-            waited_ns = slots.acquire(due_ns) if slots is not None else None
-            if rt.draining:
-                _release(slots)
-                break
+            first: Callable[[], RequestSpec]
+            send: Callable[[int | None], object]
             if sessions:  # each of a session's requests takes one of --requests itself
-                requests.spawn(_holding_slot, slots, play_session, environment, executor,
-                               client, binding, planned, due_ns, waited_ns)
-                continue
-            spec = binding.request_spec(planned, scheduled_perf_ns=due_ns)
-            spec.queue_wait_ns = waited_ns
-            requests.spawn(_holding_slot, slots, _counted, budget, executor, client, spec)
+                first = functools.partial(_first_of_session, binding, planned, due_ns)
+                send = functools.partial(play_session, environment, executor, client,
+                                         binding, planned, due_ns)
+            else:
+                spec = binding.request_spec(planned, scheduled_perf_ns=due_ns)
+                first = functools.partial(_same, spec)
+                send = functools.partial(_counted, budget, executor, client, spec)
+            requests.spawn(_when_slot_free, rt, slots, waiting, due_ns, client, first, send)
         # schedule exhausted (trace end): let the last requests finish
         requests.join()
     finally:
@@ -102,21 +118,65 @@ def _dispatch(environment: Any, user_class: type) -> None:
         client.close()
 
 
-def _holding_slot(slots: ConcurrencyCap | None, send: Any, *args: Any) -> None:
+@dataclass
+class _Waiting:
+    """How many of a dispatcher's arrivals wait for a `--max-concurrency` slot (not in
+    flight: a workload's max_in_flight does not count them)."""
+
+    count: int = 0
+
+
+def _when_slot_free(rt: ProcessRuntime, slots: ConcurrencyCap | None, waiting: _Waiting,
+                    due_ns: int, client: LLMClient, first: Callable[[], RequestSpec],
+                    send: Callable[[int | None], object]) -> None:
+    """Send one arrival once a `--max-concurrency` slot is free (at once without a cap).
+    Killed while it waits (the run ended), or handed a slot as the drain began, it was
+    offered and never sent: its (first) request is kept as a cancelled record."""
+    if slots is None:
+        send(None)
+        return
+    waiting.count += 1
     try:
-        send(*args)
+        waited_ns = slots.acquire(due_ns)
+    except GreenletExit:
+        _never_sent(rt, client, first())
+        raise
     finally:
-        _release(slots)
-
-
-def _release(slots: ConcurrencyCap | None) -> None:
-    if slots is not None:
+        waiting.count -= 1
+    if waited_ns is None:  # turned away: the run's window ended while it waited
+        _never_sent(rt, client, first())
+        return
+    try:
+        if rt.draining:
+            _never_sent(rt, client, first())
+            return
+        send(waited_ns)
+    finally:
         slots.release()
 
 
-def _counted(budget: Any, executor: Any, client: Any, spec: Any) -> None:
+def _never_sent(rt: ProcessRuntime, client: LLMClient, spec: RequestSpec) -> None:
+    record = cancelled_record(spec, client.new_request_id(), client.api_adapter.name,
+                              client.anchor, None)
+    record.outcome = rec.NOT_SENT
+    rt.counters.not_sent += 1
+    rt.emit(record)
+
+
+def _same(spec: RequestSpec) -> RequestSpec:
+    return spec
+
+
+def _first_of_session(binding: WorkloadBinding, session: Session | AgentLoop, due_ns: int
+                      ) -> RequestSpec:
+    return binding.request_spec(session.next_request(), scheduled_perf_ns=due_ns)
+
+
+def _counted(budget: RequestBudget, executor: PolicyExecutor, client: LLMClient,
+             spec: RequestSpec, waited_ns: int | None) -> None:
     from zerohop.loadgen.users import run_logical_request
 
+    spec.queue_wait_ns = waited_ns
     try:
         run_logical_request(executor, client, spec)
     finally:

@@ -16,10 +16,11 @@ from typing import Any
 import gevent
 
 from zerohop.client.target_check import check_target
+from zerohop.core import records as rec
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_WORKER_FAILED, RunError
 from zerohop.core.layout import LOAD_STOPPED_KEY
 from zerohop.core.redaction import known_secrets, scrub
-from zerohop.loadgen import answer_probe, probe, quiet_hub, worker_health
+from zerohop.loadgen import answer_probe, probe, quiet_hub, run_limits, worker_health
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.log_scrub import scrub_log_output
 from zerohop.loadgen.runtime import MSG_DRAIN, MSG_DRAINED, MSG_RECORDS, ProcessRuntime, runtime_of
@@ -82,9 +83,9 @@ def _on_init(environment: Any, runner: Any = None, **_: Any) -> None:
     _validate_options(environment)
     if not environment.host:
         _start_embedded_target(environment, rt)
-    elif not opt.option(environment, "zh_plan"):  # plain Locust: as `zerohop run` does,
+    elif not opt.locust_options(environment).plan:  # plain Locust: as `zerohop run` does,
         try:  # one line and exit 3 or 2, not a traceback from every user at spawn
-            check_target(environment.host, opt.option(environment, "zh_api"))
+            check_target(environment.host, opt.run_settings(environment).api)
         except RunError as exc:
             _fail(str(exc), exc.code)
     _select_workloads(environment, rt)
@@ -141,9 +142,10 @@ def _validate_options(environment: Any) -> None:
     from zerohop.workloads.inputs import load_workloads
 
     try:
-        opt.parse_slo(opt.option(environment, "zh_slo"))
-        opt.check_limits(environment)
-        load_workloads(opt.option(environment, "zh_workload"))
+        settings = opt.run_settings(environment)
+        settings.slo_targets  # noqa: B018 - parsed for its error
+        settings.check_values()
+        load_workloads(settings.workloads)
         opt.arm_hosts(environment)
         opt.local_tokenizer(environment)
         answer_probe.check_answer_probe(environment)
@@ -187,13 +189,11 @@ def _record_selection(environment: Any, rt: ProcessRuntime) -> None:
 
 
 def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
-    if opt.option(environment, "zh_no_embedded"):
+    if opt.locust_options(environment).no_embedded:
         _fail("no --host given and --no-embedded set: nothing to test", EXIT_BAD_INPUT)
-    import shlex
-
     from zerohop.sim.embedded import start_embedded_target
 
-    args = shlex.split(opt.option(environment, "zh_sim_args") or "")
+    args = opt.run_settings(environment).sim_argv
     try:
         rt.sim = start_embedded_target(args)
     except Exception as exc:  # the embedded target could not start: refuse to guess a host
@@ -206,24 +206,22 @@ def _start_embedded_target(environment: Any, rt: ProcessRuntime) -> None:
 
 
 def _open_results(environment: Any, rt: ProcessRuntime) -> None:
-    run_dir_opt = opt.option(environment, "zh_run_dir")
-    if run_dir_opt:
-        rt.run_dir = Path(run_dir_opt)
+    settings, own = opt.run_settings(environment), opt.locust_options(environment)
+    if own.run_dir:
+        rt.run_dir = Path(own.run_dir)
         rt.run_dir.mkdir(parents=True, exist_ok=True)
     else:
-        rt.run_dir = results.new_run_dir(
-            Path(opt.option(environment, "zh_results_dir")), opt.option(environment, "zh_run_name")
-        )
+        rt.run_dir = results.new_run_dir(settings.results_dir, own.run_name)
     rt.sink = results.RecordSink(rt.run_dir, "locust-" + rt.role)
     manifest = results.read_manifest(rt.run_dir)
     if not manifest:  # `zerohop run` writes its own, richer manifest first
         opts = getattr(environment, "parsed_options", None)
         results.start_manifest(
             rt.run_dir,
-            name=opt.option(environment, "zh_run_name"),
+            name=own.run_name,
             target={"url": environment.host, "kind": "embedded" if rt.sim else "external",
-                    "api": opt.option(environment, "zh_api")},
-            slo=opt.parse_slo(opt.option(environment, "zh_slo")),
+                    "api": settings.api},
+            slo=settings.slo_targets,
             config=dict(vars(opts)) if opts is not None else {},
             locust={"role": rt.role},
         )
@@ -233,11 +231,12 @@ def _open_results(environment: Any, rt: ProcessRuntime) -> None:
 # --- master side of the record flow ---------------------------------------------------
 def _master_receive(rt: ProcessRuntime, msg: Any) -> None:
     data = msg.data or {}
-    worker_health.note_process(rt, msg.node_id, data.get("rows", []))
+    rows = data.get("rows", [])
+    worker_health.note_process(rt, msg.node_id, rows)
     if rt.sink is not None:
-        rt.sink.add_many(data.get("rows", []))
+        rt.keep_rows(rows)
     if rt.live is not None:
-        rt.live.add_many(data.get("rows", []))
+        rt.live.add_many([row for row in rows if row.get("outcome") != rec.NOT_SENT])
     if rt.telemetry is not None and data.get("telemetry"):
         rt.telemetry.add_samples(data["telemetry"])
 
@@ -249,7 +248,8 @@ def _master_drained(rt: ProcessRuntime, msg: Any) -> None:
 
 def _worker_drain(environment: Any) -> None:
     rt = runtime_of(environment)
-    rt.drain(opt.option(environment, "zh_drain_timeout"))
+    run_limits.close_concurrency_cap(environment)
+    rt.drain(opt.locust_options(environment).drain_timeout)
     rt.flush_outbox()
     if rt.send is not None:
         rt.send(MSG_DRAINED, rt.counters.as_dict())
@@ -262,14 +262,14 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         return
     rt.draining = False
     rt.extras["drained"] = {}
-    audit_dir = opt.option(environment, "zh_audit_dir")
+    audit_dir = opt.locust_options(environment).audit_records_dir
     if audit_dir and rt.audit is None and rt.role != "master":
         from zerohop.client.llm_client import process_tag
 
         rt.audit = results.RecordSink(Path(audit_dir), "audit-" + process_tag())
     if rt.role == "master" and environment.parsed_options is not None:
         # sent to the workers with the spawn message: each takes its share of a schedule
-        environment.parsed_options.zh_worker_count = environment.runner.worker_count
+        setattr(environment.parsed_options, opt.WORKER_COUNT, environment.runner.worker_count)
     rt.start_sender()
     if rt.role in ("local", "master"):
         _start_telemetry(environment, rt)
@@ -362,10 +362,11 @@ def _on_test_stopping(environment: Any, **_: Any) -> None:
     rt = getattr(environment, "zerohop_runtime", None)
     if rt is None:
         return
-    timeout = float(opt.option(environment, "zh_drain_timeout"))
+    timeout = opt.locust_options(environment).drain_timeout
     probe.halt_probe(environment)
     answer_probe.halt_answers(environment)
     if rt.role == "local":
+        run_limits.close_concurrency_cap(environment)
         rt.drain(timeout)
         _end_loop_lag(rt)
         return
@@ -423,14 +424,13 @@ def _on_quitting(environment: Any, **_: Any) -> None:
         rt.stop_sender()
         if rt.telemetry is not None:
             rt.telemetry.stop()
-        if rt.sink is not None:
-            rt.sink.close()
+        rt.close_sinks()
         if rt.run_dir is not None:
             results.consolidate(rt.run_dir)
             log_ttft_table(environment, rt.run_dir)
             counters = rt.counters.as_dict()
             for data in rt.extras.get("drained", {}).values():
-                for key in ("dropped_arrivals", "cancelled"):
+                for key in ("dropped_arrivals", "cancelled", "not_sent"):
                     counters[key] = counters.get(key, 0) + int(data.get(key, 0))
             status, end_reason, failed = _end_state(environment, rt)
             code = getattr(environment, "process_exit_code", None)
@@ -444,7 +444,7 @@ def _on_quitting(environment: Any, **_: Any) -> None:
                 **({LOAD_STOPPED_KEY: stopped} if stopped is not None else {}),
                 **({"workers_failed": failed} if failed else {}),
             )
-            if not opt.option(environment, "zh_plan"):  # `zerohop run` writes its own
+            if not opt.locust_options(environment).plan:  # `zerohop run` writes its own
                 from zerohop.storage.summary_file import try_write_summary  # pandas: lazy
                 why_not = try_write_summary(rt.run_dir)
                 if why_not is not None:

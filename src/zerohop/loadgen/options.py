@@ -1,160 +1,153 @@
-"""zerohop's flags inside Locust (`locust -f loadtests/ --help` lists them).
+"""zerohop's flags inside Locust (`locust -f loadtests/ --help` lists them), and the
+settings they carry, read back as the types that declare them.
 
-Locust sends these to its workers with every spawn message, so a worker sees the same
-values as the master without extra plumbing."""
+`zerohop run`'s settings that Locust takes too (the `RunSettings` fields whose flag says
+`locust`) are generated from that model under the same flag; Locust's own run options
+(timeouts, the run folder, the plan) are `LocustOptions`, declared the same way. The
+Locust process that `zerohop run` starts reads its settings from plan.json instead
+(`apply_plan`). Locust sends its parsed options to its workers with every spawn message,
+so a worker sees the same values as the master without extra plumbing; code reads them
+as `run_settings(environment).rate`, never by a string key."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from collections.abc import Callable
+import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from zerohop.client.arms import parse_arm_hosts
-from zerohop.core.apis import DEFAULT_API
-from zerohop.core.slo import parse_slo_mapping, parse_slo_text, slo_text
-from zerohop.loadgen.run_settings import flag_of
-from zerohop.workloads.local_tokenizer import LocalTokenizer, load_local_tokenizer
+from zerohop.core.slo import parse_slo_mapping, slo_text
+from zerohop.loadgen.run_settings import Flag, RunSettings, flag, setting_fields
+from zerohop.loadgen.run_settings import parse_slo as parse_slo  # capacity's --slo
+from zerohop.workloads.content.local_tokenizer import LocalTokenizer, load_local_tokenizer
 
-DEFAULTS: dict[str, Any] = {
-    "zh_workload": [],
-    "zh_api": DEFAULT_API,
-    "zh_model": "",
-    "zh_results_dir": "results",
-    "zh_run_name": "locust",
-    "zh_run_dir": "",
-    "zh_slo": "",
-    "zh_telemetry": "prom",
-    "zh_ttft_timeout": 120.0,
-    "zh_stall_timeout": 60.0,
-    "zh_total_timeout": 600.0,
-    "zh_seed": 1234,
-    "zh_sim_args": "",
-    "zh_drain_timeout": 10.0,
-    "zh_no_embedded": False,
-    "zh_rate_override": 0.0,
-    "zh_request_count": 0,
-    "zh_max_concurrency": 0,
-    "zh_users_by_weight": False,
-    "zh_worker_count": 0,
-    "zh_audit_dir": "",
-    "zh_arm_hosts": "",
-    "zh_tokenizer": "",
-    "zh_plan": "",
-    "zh_probe_rate": 0.0,
-    "zh_probe_prompt_tokens": 16,
-    "zh_probe_output_tokens": 4,
-    "zh_probe_idle": 5.0,
-    "zh_answer_probe": False,
-    "zh_selection": "",  # set by the master (loadgen.selection), never by a flag
+DEST = "zh_"  # zerohop's values in Locust's parsed options: `zh_` + the field's name
+LOCUST_DEFAULTS: dict[str, Any] = {"telemetry": "prom"}  # Locust by hand: no own sampler
+_NOTES = {  # what a setting means differently inside Locust, after its help
+    "workloads": " Each workload in them runs as its own user class, named after it.",
+    "api": " A workload file may override it.",
+    "sim_args": " Only when no --host.",
+    "max_concurrency": " Split over the worker processes.",
+    "requests": " Split over the worker processes.",
 }
+# set by the master while it runs, never by a flag: they reach the workers with the
+# spawn message as the flags do
+WORKER_COUNT = "zh_worker_count"
+SELECTION = "zh_selection"
+
+
+@dataclass(frozen=True)
+class LocustOptions:
+    """Locust's own zerohop options: how one Locust process runs, not what is run."""
+
+    run_name: str = field(default="locust", metadata=flag(
+        "--run-name", "Name appended to the run folder's timestamp."))
+    run_dir: str = field(default="", metadata=flag(
+        "--run-dir", "Use this exact run folder (created by `zerohop run`).", in_web_ui=False))
+    plan: str = field(default="", metadata=flag(
+        "--plan", "The run's settings as `zerohop run` wrote them (plan.json in its run "
+        "folder): they replace the flags `zerohop run` shares with Locust.", in_web_ui=False))
+    ttft_timeout: float = field(default=120.0, metadata=flag(
+        "--ttft-timeout", "Seconds to first content.", kind=float))
+    stall_timeout: float = field(default=60.0, metadata=flag(
+        "--stall-timeout", "Seconds of silence mid-stream before a request is a stall.",
+        kind=float))
+    total_timeout: float = field(default=600.0, metadata=flag(
+        "--total-timeout", "Seconds for a whole request.", kind=float))
+    drain_timeout: float = field(default=10.0, metadata=flag(
+        "--drain-timeout", "Seconds to let in-flight requests finish at the end of a run.",
+        kind=float))
+    users_by_weight: bool = field(default=False, metadata=flag(
+        "--users-by-weight", "Spread -u over the workloads by weight (Locust's way) instead "
+        "of giving each closed-loop workload its file's `users` (what `zerohop run --users "
+        "N` passes).", kind=bool, in_web_ui=False))
+    audit_records_dir: str = field(default="", metadata=flag(
+        "--audit-records-dir", "Also keep every process's own copy of its records here (to "
+        "audit that the master's results hold each exactly once).", in_web_ui=False))
+    arm_hosts: str = field(default="", metadata=flag(
+        "--arm-hosts", "An interleaved comparison: direct=URL,layer=URL — each request goes "
+        "to one arm, drawn at random with --seed (--host stays the target the run sizes "
+        "prompts and reads models on).", in_web_ui=False))
+    no_embedded: bool = field(default=False, metadata=flag(
+        "--no-embedded", "Never start the embedded target; fail without --host.", kind=bool,
+        in_web_ui=False))
+
+
+def locust_settings() -> list[tuple[str, Flag, Any]]:
+    """(name, flag, Locust's default) of each `RunSettings` field Locust takes."""
+    return [(name, flag, LOCUST_DEFAULTS.get(name, default))
+            for name, flag, default in setting_fields() if flag.locust]
+
+
+def _locust_options() -> list[tuple[str, Flag, Any]]:
+    return [(f.name, f.metadata["flag"], f.default) for f in dataclasses.fields(LocustOptions)]
 
 
 def add_arguments(parser: Any) -> None:
-    group = parser  # Locust's own parser: its web-UI flags work only there
-    # the flags `zerohop run` has too: flag, help, type and choices from its settings model
-    _add_run_setting(group, "workloads", "zh_workload",
-                     " Each workload in them runs as its own user class, named after it.")
-    _add_run_setting(group, "api", "zh_api", " A workload file may override it.")
-    _add_run_setting(group, "model", "zh_model")
-    _add_run_setting(group, "results_dir", "zh_results_dir")
-    group.add_argument("--run-name", dest="zh_run_name", default=DEFAULTS["zh_run_name"],
-                       help="Name appended to the run folder's timestamp.")
-    group.add_argument("--run-dir", dest="zh_run_dir", default="", include_in_web_ui=False,
-                       help="Use this exact run folder (created by `zerohop run`).")
-    group.add_argument("--plan", dest="zh_plan", default="", include_in_web_ui=False,
-                       help="The run's settings as `zerohop run` wrote them (plan.json in its "
-                       "run folder): they replace the flags `zerohop run` shares with Locust.")
-    _add_run_setting(group, "slo", "zh_slo")
-    _add_run_setting(group, "telemetry", "zh_telemetry")
-    group.add_argument("--ttft-timeout", dest="zh_ttft_timeout", type=float,
-                       default=DEFAULTS["zh_ttft_timeout"], help="Seconds to first content.")
-    group.add_argument("--stall-timeout", dest="zh_stall_timeout", type=float,
-                       default=DEFAULTS["zh_stall_timeout"],
-                       help="Seconds of silence mid-stream before a request is a stall.")
-    group.add_argument("--total-timeout", dest="zh_total_timeout", type=float,
-                       default=DEFAULTS["zh_total_timeout"], help="Seconds for a whole request.")
-    _add_run_setting(group, "seed", "zh_seed")
-    _add_run_setting(group, "sim_args", "zh_sim_args", " Only when no --host.",
-                     include_in_web_ui=False)
-    group.add_argument("--drain-timeout", dest="zh_drain_timeout", type=float,
-                       default=DEFAULTS["zh_drain_timeout"],
-                       help="Seconds to let in-flight requests finish at the end of a run.")
-    group.add_argument("--rate-override", dest="zh_rate_override", type=float, default=0.0,
-                       help="Total open-loop Poisson rate (req/s) for all workloads, split by "
-                       "weight; replaces the files' load sections.")
-    group.add_argument("--request-count", dest="zh_request_count", type=int, default=0,
-                       help="Stop after this many requests in all (as `vllm bench serve "
-                       "--num-prompts`); 0 = no limit. Split over the worker processes.")
-    _add_run_setting(group, "max_concurrency", "zh_max_concurrency",
-                     " 0 = no cap. Split over the worker processes.")
-    group.add_argument("--users-by-weight", dest="zh_users_by_weight", action="store_true",
-                       default=False, include_in_web_ui=False,
-                       help="Spread -u over the workloads by weight (Locust's way) instead of "
-                       "giving each closed-loop workload its file's `users` (what `zerohop "
-                       "run --users N` passes).")
-    group.add_argument("--audit-records-dir", dest="zh_audit_dir", default="",
-                       include_in_web_ui=False,
-                       help="Also keep every process's own copy of its records here (to "
-                       "audit that the master's results hold each exactly once).")
-    group.add_argument("--arm-hosts", dest="zh_arm_hosts", default="", include_in_web_ui=False,
-                       help="An interleaved comparison: direct=URL,layer=URL — each request "
-                       "goes to one arm, drawn at random with --seed (--host stays the "
-                       "target the run sizes prompts and reads models on).")
-    _add_run_setting(group, "tokenizer", "zh_tokenizer", include_in_web_ui=False)
-    _add_run_setting(group, "probe_rate", "zh_probe_rate", include_in_web_ui=False)
-    _add_run_setting(group, "probe_prompt_tokens", "zh_probe_prompt_tokens",
-                     include_in_web_ui=False)
-    _add_run_setting(group, "probe_output_tokens", "zh_probe_output_tokens",
-                     include_in_web_ui=False)
-    group.add_argument("--probe-idle-s", dest="zh_probe_idle", type=float,
-                       default=DEFAULTS["zh_probe_idle"], include_in_web_ui=False,
-                       help="Seconds the probe runs alone before the load (they count in "
-                       "Locust's -t).")
-    group.add_argument(flag_of("answer_probe").name, dest="zh_answer_probe",
-                       action="store_true", default=False, include_in_web_ui=False,
-                       help=flag_of("answer_probe").help)
-    group.add_argument("--no-embedded", dest="zh_no_embedded", action="store_true",
-                       default=False, include_in_web_ui=False,
-                       help="Never start the embedded target; fail without --host.")
+    """Locust's parser (its web-UI flags work only there): the run settings it takes,
+    then its own options."""
+    for name, flag_, default in locust_settings():
+        _add(parser, name, flag_, default, _NOTES.get(name, ""))
+    for name, flag_, default in _locust_options():
+        _add(parser, name, flag_, default)
 
 
-def _add_run_setting(parser: Any, setting: str, dest: str, note: str = "",
-                     **locust: Any) -> None:
-    """One of `zerohop run`'s flags on Locust's parser, as the settings model declares it;
-    the default is Locust's (`DEFAULTS`: 0 or "" where `zerohop run` has none), and `note`
-    says what differs inside Locust."""
-    flag = flag_of(setting)
-    how: dict[str, Any] = {"dest": dest, "default": DEFAULTS[dest], "help": flag.help + note}
-    if flag.choices:
-        how["choices"] = list(flag.choices)
-    if flag.kind in (int, float):
-        how["type"] = flag.kind
-    if flag.repeatable:
+def _add(parser: Any, name: str, flag_: Flag, default: Any, note: str = "") -> None:
+    """One flag on Locust's parser, its value kept as JSON (what a spawn message carries)."""
+    how: dict[str, Any] = {"dest": DEST + name, "help": flag_.help + note}
+    if flag_.kind is bool:
+        how.update(action="store_true", default=default)
+    elif flag_.repeatable:
         how.update(action="append", default=[])
-    parser.add_argument(flag.name, **how, **locust)
+    else:
+        how["default"] = str(default) if isinstance(default, Path) else default
+    if flag_.choices:
+        how["choices"] = list(flag_.choices)
+    elif flag_.kind is not bool:
+        how["metavar"] = name.upper()  # not the dest's prefixed name
+    if flag_.kind in (int, float):
+        how["type"] = flag_.kind
+    if not flag_.in_web_ui:
+        how["include_in_web_ui"] = False
+    parser.add_argument(flag_.name, **how)
+
+
+def _values(environment: Any, names: list[tuple[str, Flag, Any]]) -> dict[str, Any]:
+    """The parsed values of these options (none without a parser: tests and library use
+    create an Environment without one)."""
+    opts = getattr(environment, "parsed_options", None)
+    return {name: getattr(opts, DEST + name) for name, _, _ in names
+            if opts is not None and hasattr(opts, DEST + name)}
+
+
+def run_settings(environment: Any) -> RunSettings:
+    """The run's settings: plan.json's under `zerohop run` (`apply_plan`), else Locust's
+    flags; Locust's defaults for any it was not given."""
+    return RunSettings.from_json({**LOCUST_DEFAULTS, **_values(environment, locust_settings())})
+
+
+def locust_options(environment: Any) -> LocustOptions:
+    """Locust's own zerohop options, as given (their defaults otherwise)."""
+    return LocustOptions(**_values(environment, _locust_options()))
 
 
 # `zerohop run`'s settings, read from its plan (`runner.plan.RunPlan`, as plan.json holds it)
 PLAN_SECRETS_ENV = "ZEROHOP_PLAN_SECRETS"  # the plan's values redaction masked in the file
-_FROM_PLAN: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "zh_workload": lambda plan: list(plan["workloads"]),
-    "zh_api": lambda plan: plan["api"],
-    "zh_model": lambda plan: plan["model"],
-    "zh_slo": lambda plan: slo_text(parse_slo_mapping(plan["slo"], "plan.json slo")),
-    "zh_telemetry": lambda plan: plan["telemetry"],
-    "zh_seed": lambda plan: plan["seed"],
-    "zh_tokenizer": lambda plan: plan["tokenizer"] or "",
-    "zh_rate_override": lambda plan: plan["rate"] or 0.0,
-    "zh_request_count": lambda plan: plan["requests"] or 0,
-    "zh_max_concurrency": lambda plan: plan["max_concurrency"] or 0,
-    "zh_probe_rate": lambda plan: plan.get("probe_rate") or 0.0,
-    "zh_probe_prompt_tokens": lambda plan: plan.get("probe_prompt_tokens") or 16,
-    "zh_probe_output_tokens": lambda plan: plan.get("probe_output_tokens") or 4,
-    "zh_probe_idle": lambda plan: plan.get("probe_idle_s") or 0.0,
-    "zh_answer_probe": lambda plan: bool(plan.get("answer_probe")),
-}
+
+
+def settings_from_plan(plan: dict[str, Any]) -> RunSettings:
+    """The settings Locust takes, from a plan document: each by its name, and the three
+    the plan holds worked out (SLOs, the target's arguments, the probe's idle phase) as
+    the text they were given in."""
+    taken = {name for name, _, _ in locust_settings()}
+    given = {name: value for name, value in plan.items() if name in taken}
+    given.update(slo=slo_text(parse_slo_mapping(plan["slo"], "plan.json slo")),
+                 sim_args=shlex.join(plan["sim_args"]), probe_idle=f"{plan['probe_idle_s']}s")
+    return RunSettings.from_json(given)
 
 
 def apply_plan(environment: Any) -> None:
@@ -162,32 +155,23 @@ def apply_plan(environment: Any) -> None:
     masked there, from `PLAN_SECRETS_ENV`) in place of the flags; the master sends them on
     to its workers with every spawn message, as it does the flags. An unreadable plan is a
     ValueError that names it."""
-    opts = getattr(environment, "parsed_options", None)
-    path = getattr(opts, "zh_plan", "") if opts is not None else ""
+    path = locust_options(environment).plan
     if not path:
         return
     try:
         plan = json.loads(Path(path).read_text())
         plan.update(json.loads(os.environ.get(PLAN_SECRETS_ENV) or "{}"))
-        values = {name: read(plan) for name, read in _FROM_PLAN.items()}
+        settings = settings_from_plan(plan).to_json()
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"--plan {path}: not a plan zerohop run wrote ({exc!r})") from None
-    vars(opts).update(values)
-
-
-def option(environment: Any, name: str) -> Any:
-    """A zerohop option from Locust's parsed options, or its default (tests and library
-    use create an Environment without a parser)."""
-    opts = getattr(environment, "parsed_options", None)
-    if opts is not None and hasattr(opts, name):
-        return getattr(opts, name)
-    return DEFAULTS[name]
+    vars(environment.parsed_options).update(
+        {DEST + name: settings[name] for name, _, _ in locust_settings()})
 
 
 def local_tokenizer(environment: Any) -> LocalTokenizer | None:
     """`--tokenizer`, read (None without one); a `TokenizerPathError` (a ValueError)
     says in one line what is wrong with the path."""
-    path = option(environment, "zh_tokenizer")
+    path = run_settings(environment).tokenizer
     return load_local_tokenizer(path) if path else None
 
 
@@ -196,26 +180,11 @@ def telemetry_sources(environment: Any) -> list[Any]:
     target's own /metrics."""
     from zerohop.telemetry.spec import run_sources
 
-    return list(run_sources(option(environment, "zh_telemetry"), environment.host))
+    return list(run_sources(run_settings(environment).telemetry, environment.host))
 
 
 def arm_hosts(environment: Any) -> dict[str, str]:
     """`--arm-hosts` as {arm: base URL} ({} outside an interleaved comparison); a
     ValueError names the bad part."""
-    text = option(environment, "zh_arm_hosts")
+    text = locust_options(environment).arm_hosts
     return parse_arm_hosts(text) if text else {}
-
-
-def check_limits(environment: Any) -> None:
-    """`--request-count` and `--max-concurrency`: whole numbers ≥ 0 (a ValueError names
-    the flag)."""
-    for flag, name in (("--request-count", "zh_request_count"),
-                       ("--max-concurrency", "zh_max_concurrency")):
-        if int(option(environment, name) or 0) < 0:
-            raise ValueError(f"{flag} must be >= 0")
-
-
-def parse_slo(text: str) -> dict[str, float]:
-    """`ttft_p99_ms=500,tpot_p99_ms=50` → {"ttft_p99_ms": 500.0, ...} in the one SLO
-    grammar (`core.slo`); a `SloError` (a ValueError) names the bad part."""
-    return {target.key: target.threshold_ms for target in parse_slo_text(text, "--slo")}

@@ -93,7 +93,7 @@ class ProbeStream:
 
 
 def probe_enabled(environment: Any) -> bool:
-    return float(opt.option(environment, "zh_probe_rate") or 0.0) > 0
+    return opt.run_settings(environment).probe_rate > 0
 
 
 def start_probe(environment: Any) -> None:
@@ -130,7 +130,7 @@ def stop_probe(environment: Any) -> None:
     stream: ProbeStream | None = runtime_of(environment).extras.pop(_KEY, None)
     if stream is None:
         return
-    stream.in_flight.join(timeout=float(opt.option(environment, "zh_drain_timeout")))
+    stream.in_flight.join(timeout=opt.locust_options(environment).drain_timeout)
     stream.in_flight.kill(block=True)
     stream.client.close()
     stream.sink.close()
@@ -141,26 +141,23 @@ def _new_stream(environment: Any) -> ProbeStream:
     from zerohop.loadgen.workload_binding import first_model
 
     rt = runtime_of(environment)
-    api = str(opt.option(environment, "zh_api"))
-    model = str(opt.option(environment, "zh_model") or first_model(environment.host))
-    seed = int(opt.option(environment, "zh_seed"))
+    settings, own = opt.run_settings(environment), opt.locust_options(environment)
+    api = settings.api
+    model = settings.model or first_model(environment.host)
     arm_urls = opt.arm_hosts(environment)
     client = LLMClient(
         environment.host, create_api_adapter(api), api_key=api_key_from_env(api),
-        timeouts=Timeouts(ttft_s=float(opt.option(environment, "zh_ttft_timeout")),
-                          stall_s=float(opt.option(environment, "zh_stall_timeout")),
-                          total_s=float(opt.option(environment, "zh_total_timeout"))),
+        timeouts=Timeouts(ttft_s=own.ttft_timeout, stall_s=own.stall_timeout,
+                          total_s=own.total_timeout),
         anchor=rt.anchor, reactor=rt.reactor(), arm_urls=arm_urls)
     assert rt.run_dir is not None
     return ProbeStream(
-        rate_rps=float(opt.option(environment, "zh_probe_rate")),
-        prompt_tokens=int(opt.option(environment, "zh_probe_prompt_tokens")),
-        output_tokens=int(opt.option(environment, "zh_probe_output_tokens")),
-        idle_s=float(opt.option(environment, "zh_probe_idle")),
+        rate_rps=settings.probe_rate, prompt_tokens=settings.probe_prompt_tokens,
+        output_tokens=settings.probe_output_tokens, idle_s=settings.probe_idle_s,
         api=api, model=model, client=client,
         sink=RecordSink(rt.run_dir, PROBE_WORKLOAD, folder=PROBE_DIR),
-        arms=ArmAssigner(list(arm_urls), f"{seed}:probe") if arm_urls else None,
-        rng=random.Random(f"probe:{seed}"))
+        arms=ArmAssigner(list(arm_urls), f"{settings.seed}:probe") if arm_urls else None,
+        rng=random.Random(f"probe:{settings.seed}"))
 
 
 def _schedule(stream: ProbeStream) -> None:

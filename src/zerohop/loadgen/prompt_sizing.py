@@ -4,7 +4,7 @@ the target's counts.
 The planner turns a token budget into a number of generated words through a
 `TokenCalibration`: probe prompts of known size, a count of each, a straight line; and,
 where each generated word's count is known and they add up, a word table that sizes
-every single prompt exactly (workloads/word_counts.py). The counts come, in order:
+every single prompt exactly (workloads/content/word_counts.py). The counts come, in order:
 
 1. the target's POST /tokenize, asked for the whole request (the messages form for chat
    APIs, so the chat template's tokens count), with the word table read from its token
@@ -40,8 +40,8 @@ from zerohop.loadgen.tokenize_words import (
     tokenize_count,
     word_counts_from_tokenize,
 )
-from zerohop.workloads.local_tokenizer import LocalTokenizer
-from zerohop.workloads.prompts import (
+from zerohop.workloads.content.local_tokenizer import LocalTokenizer
+from zerohop.workloads.content.prompts import (
     PromptBuilder,
     TokenCalibration,
     default_calibration,

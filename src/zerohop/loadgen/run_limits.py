@@ -26,7 +26,7 @@ import gevent
 from gevent.event import Event
 
 from zerohop.loadgen import options as opt
-from zerohop.loadgen.runtime import runtime_of
+from zerohop.loadgen.runtime import ProcessRuntime, runtime_of
 
 log = logging.getLogger("zerohop")
 MSG_BUDGET_SPENT = "zerohop:budget_spent"
@@ -73,37 +73,44 @@ class RequestBudget:
 @dataclass
 class ConcurrencyCap:
     """At most `slots` open-loop requests (or sessions) in flight in this process. An
-    arrival that finds none free, or others already waiting, waits; a freed slot goes to
-    the waiting arrival that was due first, whichever workload's it is. Each dispatcher
-    holds one waiting arrival at a time, so a first-come queue would serve the
-    workloads in turn (equal shares whatever their rates); due-time order merges their
-    schedules, and the mix under the cap follows the weights."""
+    arrival that finds none free, or others already waiting, waits (in its own
+    greenlet: the schedule goes on); a freed slot goes to the waiting arrival that was
+    due first, whichever workload's it is, so the mix under the cap follows the
+    weights. At the end of the run `close` turns every waiting arrival away."""
 
     slots: int
     _in_use: int = field(default=0, init=False)
-    _waiting: list[tuple[int, int, Event]] = field(default_factory=list, init=False)
+    _waiting: list[tuple[int, int, _Waiter]] = field(default_factory=list, init=False)
     _arrivals: int = field(default=0, init=False)  # ties in due time: first come first
     _last_slot_ns: int = field(default=0, init=False)
     _last_queued: bool = field(default=False, init=False)
+    _closed: bool = field(default=False, init=False)
 
-    def acquire(self, due_ns: int) -> int:
+    def acquire(self, due_ns: int) -> int | None:
         """Wait for a slot for the arrival due at `due_ns`; returns how long it queued
         (ns): from its due time to its slot when it found no slot free or a queue ahead
-        of it, else 0 (a dispatcher merely late is the schedule lag, not a queue)."""
+        of it, else 0 (a dispatcher merely late is the schedule lag, not a queue).
+        None: the run ended first (`close`), and it holds no slot."""
+        if self._closed:
+            return None
         blocked = self._in_use >= self.slots or bool(self._waiting)
         if blocked:
-            handed = Event()
+            waiter = _Waiter()
             self._arrivals += 1
-            heapq.heappush(self._waiting, (due_ns, self._arrivals, handed))
+            heapq.heappush(self._waiting, (due_ns, self._arrivals, waiter))
             try:
-                handed.wait()  # release() hands its slot over: _in_use stays counted
+                waiter.event.wait()  # release() hands its slot over: _in_use stays counted
             except BaseException:  # killed while waiting: give back a slot handed over
-                if handed.is_set():
+                if waiter.granted:
                     self.release()
+                elif waiter.event.is_set():
+                    pass  # turned away by close(): already off the queue
                 else:
-                    self._waiting.remove(next(w for w in self._waiting if w[2] is handed))
+                    self._waiting.remove(next(w for w in self._waiting if w[2] is waiter))
                     heapq.heapify(self._waiting)
                 raise
+            if not waiter.granted:
+                return None
         else:
             self._in_use += 1
         now = time.perf_counter_ns()
@@ -114,9 +121,50 @@ class ConcurrencyCap:
 
     def release(self) -> None:
         if self._waiting:
-            heapq.heappop(self._waiting)[2].set()
+            waiter = heapq.heappop(self._waiting)[2]
+            waiter.granted = True
+            waiter.event.set()
         else:
             self._in_use -= 1
+
+    def close(self) -> None:
+        """The run is ending: every waiting arrival is turned away (never sent), and no
+        later one waits."""
+        self._closed = True
+        waiting, self._waiting = self._waiting, []
+        for _, _, waiter in waiting:
+            waiter.event.set()
+
+    @property
+    def waiting(self) -> int:
+        """Arrivals waiting for a slot now."""
+        return len(self._waiting)
+
+    def oldest_due_ns(self) -> int | None:
+        """When the longest-waiting arrival was due (None: none waits)."""
+        return self._waiting[0][0] if self._waiting else None  # a heap by due time
+
+
+@dataclass
+class _Waiter:
+    event: Event = field(default_factory=Event)
+    granted: bool = False  # handed a slot by release(), not turned away by close()
+
+
+def held_at_cap(rt: ProcessRuntime) -> tuple[int, int | None]:
+    """How many arrivals wait for a `--max-concurrency` slot in this process now, and
+    when the longest-waiting one was due (perf ns; None: none waits)."""
+    cap: ConcurrencyCap | None = rt.extras.get(_CAP)
+    return (cap.waiting, cap.oldest_due_ns()) if cap is not None else (0, None)
+
+
+def close_concurrency_cap(environment: Any) -> None:
+    """At the end of the run's window: the arrivals still waiting for a slot are offered
+    and never sent (the dispatcher keeps each as a `not_sent` record)."""
+    cap = runtime_of(environment).extras.get(_CAP)
+    if cap is not None:
+        cap.close()
+        gevent.sleep(0)  # each turned-away arrival keeps its record now, before the drain
 
 
 def request_budget(environment: Any) -> RequestBudget:
@@ -126,7 +174,7 @@ def request_budget(environment: Any) -> RequestBudget:
     if budget is None:
         from zerohop.loadgen.workload_binding import worker_position
 
-        total = int(opt.option(environment, "zh_request_count") or 0)
+        total = opt.run_settings(environment).requests or 0
         index, count = worker_position(environment)
         budget = RequestBudget(share(total, index, count) if total > 0 else None)
         rt.extras[_BUDGET] = budget
@@ -140,7 +188,7 @@ def concurrency_cap(environment: Any) -> ConcurrencyCap | None:
     if _CAP not in rt.extras:
         from zerohop.loadgen.workload_binding import worker_position
 
-        total = int(opt.option(environment, "zh_max_concurrency") or 0)
+        total = opt.run_settings(environment).max_concurrency or 0
         index, count = worker_position(environment)
         rt.extras[_CAP] = ConcurrencyCap(max(1, share(total, index, count))) if total else None
     cap: ConcurrencyCap | None = rt.extras[_CAP]
@@ -151,7 +199,7 @@ def concurrency_cap(environment: Any) -> ConcurrencyCap | None:
 def start_budget_watch(environment: Any) -> None:
     """With `--requests`: watch this process's budget and end the run once it is done."""
     rt = runtime_of(environment)
-    if not int(opt.option(environment, "zh_request_count") or 0) or _WATCH in rt.extras:
+    if not opt.run_settings(environment).requests or _WATCH in rt.extras:
         return
     rt.extras[_WATCH] = gevent.spawn(_watch, environment)
 

@@ -21,6 +21,8 @@ from typing import Any
 import gevent
 from gevent.lock import Semaphore
 
+from zerohop.core import records as rec
+from zerohop.core.layout import NOT_SENT_DIR
 from zerohop.core.records import ClockAnchor, RequestRecord
 from zerohop.storage.run_folder import RecordSink
 
@@ -37,11 +39,12 @@ MAX_BATCH_ROWS = 2000
 class Counters:
     dropped_arrivals: int = 0
     cancelled: int = 0
+    not_sent: int = 0  # arrivals still waiting for a --max-concurrency slot at the end
     sent: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {"dropped_arrivals": self.dropped_arrivals, "cancelled": self.cancelled,
-                "sent": self.sent}
+                "not_sent": self.not_sent, "sent": self.sent}
 
 
 @dataclass
@@ -50,6 +53,7 @@ class ProcessRuntime:
     anchor: ClockAnchor = field(default_factory=ClockAnchor.now)
     run_dir: Path | None = None
     sink: RecordSink | None = None
+    not_sent: RecordSink | None = None  # arrivals never sent (`keep_rows`), on first use
     audit: RecordSink | None = None  # this process's own copy, when auditing
     counters: Counters = field(default_factory=Counters)
     draining: bool = False
@@ -67,17 +71,38 @@ class ProcessRuntime:
 
     # --- records -----------------------------------------------------------------
     def emit(self, record: RequestRecord) -> None:
-        """Keep one finished record: straight into the sink, or queued for the master."""
+        """Keep one finished record: into this process's sinks (`keep_rows`), or queued
+        for the master."""
         row = record.to_row()
-        self.counters.sent += 1
         if self.audit is not None:
             self.audit.add(row)
         if self.sink is not None:
-            self.sink.add(row)
+            self.keep_rows([row])
         else:
             self.outbox.append(row)
+        if record.outcome == rec.NOT_SENT:
+            return
+        self.counters.sent += 1
         if self.live is not None:
             self.live.add(row)
+
+    def keep_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Rows into records/, and an arrival never sent (`not_sent`) into its own
+        folder, apart from the requests every figure reads."""
+        sink, run_dir = self.sink, self.run_dir
+        assert sink is not None and run_dir is not None, "only a process with a folder keeps"
+        for row in rows:
+            if row.get("outcome") != rec.NOT_SENT:
+                sink.add(row)
+                continue
+            if self.not_sent is None:
+                self.not_sent = RecordSink(run_dir, "locust-" + self.role, folder=NOT_SENT_DIR)
+            self.not_sent.add(row)
+
+    def close_sinks(self) -> None:
+        for sink in (self.sink, self.not_sent):
+            if sink is not None:
+                sink.close()
 
     def flush_outbox(self) -> None:
         if self.send is None:
@@ -108,7 +133,7 @@ class ProcessRuntime:
             self._sender.kill(block=True)
             self._sender = None
         self.flush_outbox()
-        for sink in (self.sink, self.audit):
+        for sink in (self.sink, self.not_sent, self.audit):
             if sink is not None:
                 sink.flush()
 

@@ -7,7 +7,8 @@ first token is seen while it still streams) and when it ends. Every second the p
 appends one line to `<run>/live/<process>.jsonl`: the counts so far, the oldest request
 still waiting for a first token and the oldest in flight (their ages from their
 scheduled times), the median first-token time and E2E of that second, and the arrivals
-dropped at an in-flight cap. A process without a results folder keeps no feed.
+dropped at an in-flight cap; arrivals waiting for a `--max-concurrency` slot count as
+offered and waiting from their due time. A process without a results folder keeps no feed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import gevent
 
 from zerohop.core.layout import LIVE_DIR
 from zerohop.loadgen import options as opt
+from zerohop.loadgen.run_limits import held_at_cap
 from zerohop.loadgen.runtime import runtime_of
 
 WRITE_INTERVAL_S = 1.0
@@ -66,14 +68,19 @@ class LiveFeed:
         if ok:
             self._e2es.append((time.perf_counter_ns() - scheduled) / 1e9)
 
-    def line(self, dropped: int) -> dict[str, Any]:
-        """The counts now, and this second's medians (which then start again)."""
+    def line(self, dropped: int, held: int = 0, held_since_ns: int | None = None
+             ) -> dict[str, Any]:
+        """The counts now, and this second's medians (which then start again). `held`:
+        arrivals waiting for a --max-concurrency slot, the oldest due at `held_since_ns`:
+        offered, and waiting for a first token since they were due."""
         now = time.perf_counter_ns()
         firsts, self._firsts = self._firsts, []
         e2es, self._e2es = self._e2es, []
-        return {"ts": time.time(), "offered": self.offered + dropped, "dropped": dropped,
-                "completed": self.completed, "answered": self.answered,
-                "oldest_wait_s": _age(now, self._waiting),
+        waits = [age for age in (_age(now, self._waiting), None if held_since_ns is None
+                                 else (now - held_since_ns) / 1e9) if age is not None]
+        return {"ts": time.time(), "offered": self.offered + dropped + held,
+                "dropped": dropped, "completed": self.completed, "answered": self.answered,
+                "oldest_wait_s": max(waits, default=None),
                 "oldest_in_flight_s": _age(now, self._in_flight),
                 "first_token_s": statistics.median(firsts) if firsts else None,
                 "e2e_s": statistics.median(e2es) if e2es else None}
@@ -85,7 +92,7 @@ def live_feed(environment: Any) -> LiveFeed | None:
     rt = runtime_of(environment)
     feed = rt.extras.get(_KEY)
     if feed is None:
-        run_dir = rt.run_dir or (opt.option(environment, "zh_run_dir") or None)
+        run_dir = rt.run_dir or (opt.locust_options(environment).run_dir or None)
         if run_dir is None:
             return None
         feed = rt.extras[_KEY] = LiveFeed()
@@ -98,7 +105,8 @@ def _write_lines(feed: LiveFeed, rt: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as out:
         while True:
-            out.write(json.dumps(feed.line(rt.counters.dropped_arrivals)) + "\n")
+            out.write(json.dumps(feed.line(rt.counters.dropped_arrivals,
+                                           *held_at_cap(rt))) + "\n")
             out.flush()
             gevent.sleep(WRITE_INTERVAL_S)
 

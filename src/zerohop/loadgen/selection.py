@@ -7,7 +7,7 @@ an agent loop on an API without tools) the run refuses at start with one line sa
 why (exit 2). A shipped
 default that cannot run here is left out, and the run says so on the console and in the
 manifest. The master (or the local runner) decides; its decision travels to the workers
-with Locust's spawn message (`zh_selection`), so master and workers never disagree
+with Locust's spawn message (`options.SELECTION`), so master and workers never disagree
 about what runs (a worker deciding on its own once ran a workload the master had left
 out, and died in test_start).
 
@@ -30,13 +30,13 @@ from typing import Any, TypeVar
 
 from zerohop.core.apis import DEFAULT_API
 from zerohop.loadgen.target_models import TargetModels, short_list
-from zerohop.workloads.agent_spec import tools_refusal
 from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.image_spec import image_refusal
 from zerohop.workloads.inputs import check_inputs, default_workload, load_workloads
-from zerohop.workloads.load_spec import ClosedLoad
-from zerohop.workloads.pooling_specs import pooling_refusal
-from zerohop.workloads.workload_base import structured_refusal
+from zerohop.workloads.schema.agent_spec import tools_refusal
+from zerohop.workloads.schema.image_spec import image_refusal
+from zerohop.workloads.schema.load_spec import ClosedLoad
+from zerohop.workloads.schema.pooling_specs import pooling_refusal
+from zerohop.workloads.schema.workload_base import structured_refusal
 
 T = TypeVar("T")
 
@@ -153,7 +153,7 @@ def with_resolved_adapters(spec: Any, adapters: list[str] | None) -> Any:
     derived spec; the validated one is not changed)."""
     if not adapters or getattr(spec, "adapters", None) is None or not spec.adapters.from_target:
         return spec
-    from zerohop.workloads.lora_selection import AdapterSet
+    from zerohop.workloads.schema.lora_selection import AdapterSet
 
     return spec.model_copy(update={"adapters": AdapterSet(names=list(adapters))})
 
@@ -194,7 +194,7 @@ def candidates(environment: Any) -> list[Candidate]:
 
     parsed = getattr(environment, "parsed_options", None)
     found = plan_candidates(llm_user_classes(environment),
-                            load_workloads(opt.option(environment, "zh_workload")),
+                            load_workloads(opt.run_settings(environment).workloads),
                             named=set(getattr(parsed, "user_classes", None) or []))
     if rt is not None:
         rt.extras["candidates"] = found
@@ -257,8 +257,8 @@ def users_by_weight(environment: Any) -> bool:
     workload running its file's `users`."""
     from zerohop.loadgen import options as opt
 
-    return bool(opt.option(environment, "zh_users_by_weight")) \
-        or float(opt.option(environment, "zh_rate_override") or 0.0) > 0
+    return opt.locust_options(environment).users_by_weight \
+        or (opt.run_settings(environment).rate or 0.0) > 0
 
 
 def _check_unique_names(found: Sequence[Candidate]) -> None:
@@ -280,27 +280,32 @@ def decide(environment: Any) -> Selection:
     from zerohop.loadgen.target_models import fetch_target_models
 
     found = candidates(environment)
-    api = opt.option(environment, "zh_api")
+    settings = opt.run_settings(environment)
+    api = settings.api
     target = fetch_target_models(environment.host, api=api, api_key=api_key_from_env(api))
     return select_workloads([(c.name, c.load) for c in found],
                             asked={c.name for c in found if c.asked}, target=target,
-                            model_flag=opt.option(environment, "zh_model") or "", api=api)
+                            model_flag=settings.model, api=api)
 
 
 def publish(environment: Any, rt: Any, selection: Selection) -> None:
     """Keep the decision here and hand it to the workers (Locust sends parsed options
     with every spawn message)."""
+    from zerohop.loadgen import options as opt
+
     rt.extras["selection"] = selection
     parsed = getattr(environment, "parsed_options", None)
     if parsed is not None:
-        parsed.zh_selection = selection.to_json()
+        setattr(parsed, opt.SELECTION, selection.to_json())
 
 
 def received(environment: Any, rt: Any) -> Selection | None:
     """The decision this process runs by: its own, or the master's (on a worker)."""
+    from zerohop.loadgen import options as opt
+
     selection = rt.extras.get("selection")
     if selection is None:
-        text = getattr(getattr(environment, "parsed_options", None), "zh_selection", "")
+        text = getattr(getattr(environment, "parsed_options", None), opt.SELECTION, "")
         if text:
             selection = rt.extras["selection"] = Selection.from_json(text)
     return selection
@@ -344,7 +349,7 @@ def fitted_spec(environment: Any, user_class: type, spec: Any) -> Any:
 
     try:
         resolved = resolve_target_adapters(spec, fetch_target_models(environment.host),
-                                           opt.option(environment, "zh_model") or "")
+                                           opt.run_settings(environment).model)
     except _LeaveOut as why:
         raise WorkloadError(f"{user_class.__name__}: {why}") from None
     return with_resolved_adapters(spec, resolved)

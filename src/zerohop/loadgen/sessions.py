@@ -26,9 +26,9 @@ from zerohop.loadgen.run_limits import request_budget
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.loadgen.users import LLMUser, run_logical_request
 from zerohop.loadgen.workload_binding import WorkloadBinding
-from zerohop.workloads.agent import AgentLoop, StepResult, ToolCallMade, run_agent_loop
-from zerohop.workloads.conversation import Session, TurnResult, run_session
-from zerohop.workloads.plans import PlannedRequest
+from zerohop.workloads.planners.agent import AgentLoop, StepResult, ToolCallMade, run_agent_loop
+from zerohop.workloads.planners.conversation import Session, TurnResult, run_session
+from zerohop.workloads.planners.request_plans import PlannedRequest
 
 __all__ = ["SessionUser", "play_session"]
 

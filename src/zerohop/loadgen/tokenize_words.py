@@ -1,5 +1,5 @@
 """The target's POST /tokenize, and every generated word's token count read from it, for
-exact prompt sizes (workloads/word_counts.py).
+exact prompt sizes (workloads/content/word_counts.py).
 
 vLLM and the embedded target answer `{"model", "prompt"}` or `{"model", "messages",
 "add_generation_prompt": true}` with `{"count", "tokens", "max_model_len"}`, and with
@@ -33,8 +33,8 @@ from zerohop.loadgen.llamacpp_tokenize import (
     llamacpp_request,
     vllm_shaped_answer,
 )
-from zerohop.workloads.prompts import WORDS_PER_SENTENCE, PromptBuilder, exactness_problem
-from zerohop.workloads.word_counts import WordCounts
+from zerohop.workloads.content.prompts import WORDS_PER_SENTENCE, PromptBuilder, exactness_problem
+from zerohop.workloads.content.word_counts import WordCounts
 
 __all__ = [
     "OPENING_WORDS", "request_body", "tokenize", "tokenize_count", "word_counts_from_tokenize",

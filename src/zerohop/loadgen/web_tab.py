@@ -1,5 +1,8 @@
 """zerohop in Locust's web UI: a "zerohop" tab with exact per-workload percentiles, the
-report's path once a test stops, and a Host field that may be left empty.
+live saturation verdict in the progress line's words (`loadgen/live_verdict.py`, read
+from the run folder's feed at each poll: "keeping up" or "SATURATED since 3 s (the
+first-token wait)"), the report's path once a test stops, and a Host field that may be
+left empty.
 
 Locust's extension points used (locust 2.4x, the React UI): the Flask app
 (`environment.web_ui.app`) for routes and request hooks; `template_args` keys
@@ -22,6 +25,7 @@ import gevent
 
 from zerohop.core.metrics import title
 from zerohop.loadgen.live_stats import METRICS, PERCENTILES, LiveLatencies
+from zerohop.loadgen.live_verdict import SaturationWatch
 from zerohop.loadgen.runtime import ProcessRuntime
 
 log = logging.getLogger("zerohop")
@@ -56,11 +60,36 @@ def table_structure() -> list[dict[str, str]]:
     return columns
 
 
-def tab_rows(live: LiveLatencies, rt: ProcessRuntime, report: ReportState) -> list[dict[str, Any]]:
+class LiveSaturation:
+    """The tab's saturation verdict: one watch per test, started at its first poll with
+    a results folder and renewed at each test start (the feed's files carry on across
+    tests, so a new watch reads only the lines written after it began)."""
+
+    def __init__(self) -> None:
+        self.watch: SaturationWatch | None = None
+
+    def restart(self) -> None:
+        self.watch = None
+
+    def poll(self, rt: ProcessRuntime) -> SaturationWatch | None:
+        if self.watch is None and rt.run_dir is not None:
+            self.watch = SaturationWatch(rt.run_dir)
+            self.watch.skip_written()
+        if self.watch is not None:
+            self.watch.poll()
+        return self.watch
+
+
+def tab_rows(live: LiveLatencies, rt: ProcessRuntime, report: ReportState,
+             watch: SaturationWatch | None = None) -> list[dict[str, Any]]:
     """What the tab shows: the workloads' rows (ms rounded to 0.01 for reading; the JSON
-    route keeps them exact), then the results folder and the report's state."""
+    route keeps them exact), the live saturation verdict once the feed has a line, then
+    the results folder and the report's state."""
     rows = [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}
             for row in live.table()]
+    words = watch.status().strip() if watch is not None else ""
+    if words:
+        rows.append({"workload": "Saturation", "note": words})
     if rt.run_dir is not None:
         rows.append({"workload": "Results folder", "note": str(rt.run_dir)})
     if report.state == "building":
@@ -72,9 +101,12 @@ def tab_rows(live: LiveLatencies, rt: ProcessRuntime, report: ReportState) -> li
     return rows
 
 
-def stats_json(live: LiveLatencies, rt: ProcessRuntime, report: ReportState) -> dict[str, Any]:
+def stats_json(live: LiveLatencies, rt: ProcessRuntime, report: ReportState,
+               watch: SaturationWatch | None = None) -> dict[str, Any]:
+    seen = watch is not None and bool(watch.latest)
     return {
         "workloads": live.table(),
+        "saturation": watch.verdict.as_dict() if watch is not None and seen else None,
         "percentiles": [p for p, _ in PERCENTILES],
         "run_dir": str(rt.run_dir) if rt.run_dir is not None else None,
         "report": {"state": report.state, "path": report.path, "error": report.error},
@@ -94,6 +126,7 @@ def install_web_tab(environment: Any, rt: ProcessRuntime) -> None:
     rt.live = live
     report = ReportState()
     rt.extras["web_report"] = report
+    saturation = LiveSaturation()
 
     web_ui.template_args["extended_tabs"] = [{"title": "zerohop", "key": TAB_KEY}]
     web_ui.template_args["extended_tables"] = [{"key": TAB_KEY, "structure": table_structure()}]
@@ -122,16 +155,18 @@ def install_web_tab(environment: Any, rt: ProcessRuntime) -> None:
         # Locust memoizes this response for a couple of seconds and may hand back the one
         # this hook already extended: replace the tab's entry, never append a second one
         others = [e for e in body.get("extended_stats", []) if e.get("key") != TAB_KEY]
-        body["extended_stats"] = [*others, {"key": TAB_KEY, "data": tab_rows(live, rt, report)}]
+        rows = tab_rows(live, rt, report, saturation.poll(rt))
+        body["extended_stats"] = [*others, {"key": TAB_KEY, "data": rows}]
         response.set_data(json.dumps(body))
         return response
 
     @app.route(STATS_ROUTE)
     @web_ui.auth_required_if_enabled
     def zerohop_stats() -> Any:
-        return jsonify(stats_json(live, rt, report))
+        return jsonify(stats_json(live, rt, report, saturation.poll(rt)))
 
     environment.events.test_start.add_listener(lambda **_: _report_pending(report))
+    environment.events.test_start.add_listener(lambda **_: saturation.restart())
     environment.events.test_stop.add_listener(
         lambda **_: _build_report_later(rt, report))
 

@@ -13,7 +13,7 @@ import logging
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from zerohop.client.llm_client import LLMClient, RequestSpec
 from zerohop.client.policy import client_timeouts
 from zerohop.client.protocols import api_key_from_env
 from zerohop.client.structured_output import request_format
+from zerohop.core.apis import ApiName
 from zerohop.loadgen import options as opt
 from zerohop.loadgen.prompt_sizing import (
     SIZED_BY_TOKEN_IDS,
@@ -36,8 +37,8 @@ from zerohop.loadgen.prompt_sizing import (
 )
 from zerohop.loadgen.runtime import runtime_of
 from zerohop.workloads.errors import WorkloadError
-from zerohop.workloads.image_spec import ImageSource
 from zerohop.workloads.inputs import default_workload, load_workloads
+from zerohop.workloads.schema.image_spec import ImageSource
 
 log = logging.getLogger("zerohop")
 
@@ -81,15 +82,16 @@ class WorkloadBinding:
             environment.host,
             create_api_adapter(self.api),
             api_key=api_key_from_env(self.api),
-            timeouts=client_timeouts(self.spec.policy, Timeouts(
-                ttft_s=float(opt.option(environment, "zh_ttft_timeout")),
-                stall_s=float(opt.option(environment, "zh_stall_timeout")),
-                total_s=float(opt.option(environment, "zh_total_timeout")),
-            )),
+            timeouts=client_timeouts(self.spec.policy, _timeouts(opt.locust_options(environment))),
             anchor=runtime_of(environment).anchor,
             reactor=runtime_of(environment).reactor(),
             arm_urls=self.arm_urls,
         )
+
+
+def _timeouts(own: opt.LocustOptions) -> Timeouts:
+    return Timeouts(ttft_s=own.ttft_timeout, stall_s=own.stall_timeout,
+                    total_s=own.total_timeout)
 
 
 def binding_for(environment: Any, user_class: type) -> WorkloadBinding:
@@ -105,15 +107,16 @@ def binding_for(environment: Any, user_class: type) -> WorkloadBinding:
 
 def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
     from zerohop.loadgen.selection import fitted_spec
-    from zerohop.workloads.planners import make_workload_planner
-    from zerohop.workloads.worker_load import worker_setup
+    from zerohop.workloads.kind_planner import make_workload_planner
+    from zerohop.workloads.planners.worker_load import worker_setup
 
     spec = _with_load_override(environment, user_class, fitted_spec(
         environment, user_class, spec_for(environment, user_class)))
-    api = spec.api or opt.option(environment, "zh_api")
-    model = spec.model or opt.option(environment, "zh_model") or first_model(environment.host)
+    settings = opt.run_settings(environment)
+    api = spec.api or settings.api
+    model = spec.model or settings.model or first_model(environment.host)
     index, count = worker_position(environment)
-    seed = spec.seed if spec.seed is not None else int(opt.option(environment, "zh_seed"))
+    seed = spec.seed if spec.seed is not None else settings.seed
     if spec.prompt_format == "token_ids":
         calibration, source = None, SIZED_BY_TOKEN_IDS
     else:
@@ -121,7 +124,7 @@ def _build_binding(environment: Any, user_class: type) -> WorkloadBinding:
         calibration, source = sizing.calibration, sizing.source
     planner = make_workload_planner(spec, worker_setup(
         spec, seed=seed, worker_index=index, worker_count=count, calibration=calibration,
-        default_api=api))
+        default_api=cast("ApiName", api)))  # one of --api's choices
     open_loop = getattr(spec.load, "kind", "closed") != "closed"
     arm_urls = opt.arm_hosts(environment)
     arms = ArmAssigner(list(arm_urls), f"{seed}:{spec.name}:{index}") if arm_urls else None
@@ -141,7 +144,7 @@ def spec_for(environment: Any, user_class: type) -> Any:
     if own is not None:
         return own
     kind = user_class.workload_kind  # type: ignore[attr-defined]
-    for spec in load_workloads(opt.option(environment, "zh_workload")):
+    for spec in load_workloads(opt.run_settings(environment).workloads):
         if spec.kind == kind:
             return spec
     return default_workload(user_class.workload_kind,  # type: ignore[attr-defined]
@@ -157,9 +160,9 @@ def _with_load_override(environment: Any, user_class: type, spec: Any) -> Any:
     user): closed loop, N users by weight, so an open-loop or trace workload is sent by
     its users, one request after another, not by its file's clock."""
     from zerohop.loadgen.selection import users_by_weight
-    from zerohop.workloads.load_spec import ClosedLoad, OpenLoad
+    from zerohop.workloads.schema.load_spec import ClosedLoad, OpenLoad
 
-    rate = float(opt.option(environment, "zh_rate_override") or 0.0)
+    rate = opt.run_settings(environment).rate or 0.0
     if rate <= 0:
         if users_by_weight(environment) and getattr(spec.load, "kind", "closed") != "closed":
             return spec.model_copy(update={"load": ClosedLoad(kind="closed")})
@@ -175,14 +178,13 @@ def _with_load_override(environment: Any, user_class: type, spec: Any) -> Any:
 def _load_horizon_s(environment: Any, rate: float) -> float | None:
     """How long the load runs at `rate`: `--requests N` is N ÷ rate seconds of
     arrivals; else Locust's run time less the probe's idle phase; None when unknown."""
-    requests = int(opt.option(environment, "zh_request_count") or 0)
-    if requests > 0:
-        return requests / rate
+    settings = opt.run_settings(environment)
+    if settings.requests:
+        return settings.requests / rate
     run_time = getattr(getattr(environment, "parsed_options", None), "run_time", None)
     if not isinstance(run_time, int | float) or run_time <= 0:
         return None
-    idle = float(opt.option(environment, "zh_probe_idle") or 0.0) \
-        if float(opt.option(environment, "zh_probe_rate") or 0.0) > 0 else 0.0
+    idle = settings.probe_idle_s if settings.probe_rate > 0 else 0.0
     return max(float(run_time) - idle, 1.0)
 
 
@@ -191,7 +193,7 @@ def _trace_at_rate(spec: Any, rate_rps: float, horizon_s: float | None) -> Any:
     the run plays (its window, or the run's horizon where that is shorter: a trace's
     first seconds are not its mean); one without arrival times (a ShareGPT file) keeps
     its own pace, as the docs say."""
-    from zerohop.workloads.traces import read_trace, speed_for_rate
+    from zerohop.workloads.timing.traces import read_trace, speed_for_rate
 
     spans = [s for s in (spec.duration_s, horizon_s) if s is not None]
     try:
@@ -207,7 +209,7 @@ def worker_position(environment: Any) -> tuple[int, int]:
     """(index, count) of this process among the processes that generate load."""
     runner = environment.runner
     index = max(int(getattr(runner, "worker_index", 0) or 0), 0)
-    count = int(getattr(environment.parsed_options, "zh_worker_count", 0) or 0) \
+    count = int(getattr(environment.parsed_options, opt.WORKER_COUNT, 0) or 0) \
         if getattr(environment, "parsed_options", None) is not None else 0
     return index, max(count, index + 1, 1)
 

@@ -4,7 +4,7 @@
 matrix products keeps the GPU busy for a fixed time, the counter is read again once the
 work has finished, and the joules and mean watts go into a small JSON beside the driver's
 power gauge at the start and at the end (a 1 s average on recent GPUs). The counter's
-difference is what `analysis/energy.py` relies on in a run, checked here on real silicon.
+difference is what `analysis/server/energy.py` relies on in a run, checked here on real silicon.
 
     python -m zerohop.microbench.energy_check OUT.json [--seconds 5] [--device 0]
 """

@@ -2,7 +2,7 @@
 sweep of a real server, then predict other loads, batch limits or a faster/slower
 device, and report the fit's error on points held out of the fit.
 
-The model is the sim's own scheduler (`zerohop.sim.engine.Engine`, run offline with
+The model is the sim's own scheduler (`zerohop.sim.engine.engine.Engine`, run offline with
 `simulate_step`: continuous batching, chunked prefill, `max_num_seqs`, KV blocks) with
 a linear step cost fitted to the measurements as its step-cost model, in place of the
 roofline:
@@ -37,7 +37,7 @@ from typing import Any
 import click
 import numpy as np
 
-from zerohop.sim.step_cost import Chunk, StepCostModel
+from zerohop.sim.cost_model.step_cost import Chunk, StepCostModel
 
 PARAM_NAMES: tuple[str, ...] = (
     "overhead_ms", "prefill_us_per_token", "decode_ms_per_seq", "context_us_per_token",
@@ -194,7 +194,7 @@ def predict(
     """Replay `arrivals` through the sim's scheduler with the fitted step cost;
     `cost_scale` < 1 models a faster device (every step cost scaled)."""
     from zerohop.sim.config import EngineConfig, ServedModelConfig
-    from zerohop.sim.engine import Engine
+    from zerohop.sim.engine.engine import Engine
     from zerohop.sim.sequence import NULL_SINK, Sequence
 
     served = ServedModelConfig(engine=EngineConfig(
@@ -275,7 +275,7 @@ def measured_points(sweep_dir: Path) -> list[MeasuredPoint]:
 def measured_point(run_dir: Path, load: float) -> MeasuredPoint:
     """One point's sends, timed from its measured window's start, and the medians of
     the run's summary."""
-    from zerohop.analysis.run_summary import summarise_run
+    from zerohop.analysis.latency.run_summary import summarise_run
     from zerohop.storage.run_reader import load_run
 
     run = load_run(run_dir)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.storage.jsonl import without_nan
 
 
@@ -66,10 +67,23 @@ class CapacityPoint:
     slos: list[SloCheck]
     workload_shares: dict[str, float] = field(default_factory=dict)
     workload_output_tokens: dict[str, float] = field(default_factory=dict)
+    # requests with a TTFT / a TPOT: a percentile above is NaN where its n is too small
+    ttft_n: int = 0
+    tpot_n: int = 0
+    # the run's saturation verdict (its summary.json: what its progress line showed and
+    # `--stop-when-saturated` acts on), in words: the signal and since when; None when
+    # it kept up or has no verdict
+    saturated_by: str | None = None
 
     @property
     def meets_slos(self) -> bool:
         return all(s.met is True for s in self.slos) and self.achieved_rps > 0
+
+    @property
+    def candidate(self) -> bool:
+        """May be the operating point: meets every SLO and its run did not find itself
+        saturated (a saturated point's figures hold only until its backlog grows)."""
+        return self.meets_slos and self.saturated_by is None
 
 
 @dataclass(frozen=True)
@@ -167,8 +181,12 @@ def plan_capacity(
     """The capacity plan from measured points (pure)."""
     ordered = sorted(points, key=lambda p: p.load)
     notes: list[str] = []
-    passing = [p for p in ordered if p.meets_slos]
+    passing = [p for p in ordered if p.candidate]
     operating = max(passing, key=lambda p: p.goodput_rps) if passing else None
+    saturated = [p for p in ordered if p.saturated_by is not None]
+    if saturated:
+        notes.append("saturated by its run's own verdict, so not an operating point: "
+                     + "; ".join(f"{p.load:g} ({p.saturated_by})" for p in saturated))
     if operating is None:
         notes.append("no measured point meets every SLO: sweep lower loads or relax the SLOs")
     estimate, limited_by = _slo_limited_load(ordered, operating)
@@ -319,6 +337,20 @@ def _measure_index(sweep_dir: Path, index: dict[str, Any], slo: dict[str, float]
     return str(index.get("mode", "rate")), points
 
 
+def live_saturation(run_dir: Path) -> str | None:
+    """The signal by which the run's saturation verdict (its summary.json, the verdict
+    its progress line showed and `--stop-when-saturated` acts on) found it saturated, in
+    words; None when it kept up or has no verdict."""
+    from zerohop.planning.sweep_stop import point_saturation
+    from zerohop.report.present_saturation import SIGNAL_WORDS
+
+    block = point_saturation(Path(run_dir))
+    if not block or not block.get("saturated"):
+        return None
+    signal = str(block.get("signal"))
+    return f"{SIGNAL_WORDS.get(signal, signal)} since {float(block.get('since_s') or 0):.0f} s"
+
+
 def measure_point(run_dir: Path, load: float, offered_rps: float,
                   slo: dict[str, float]) -> CapacityPoint:
     """One point re-judged against `slo`. A layer sweep's point (its records carry
@@ -328,8 +360,8 @@ def measure_point(run_dir: Path, load: float, offered_rps: float,
     share, is scaled back to the whole."""
     import numpy as np
 
-    from zerohop.analysis.arms import BASE_ARM, arm_views
-    from zerohop.analysis.run_summary import summarise_run
+    from zerohop.analysis.comparison.arms import BASE_ARM, arm_views
+    from zerohop.analysis.latency.run_summary import summarise_run
     from zerohop.storage.run_reader import load_run
 
     run = load_run(run_dir)
@@ -356,9 +388,15 @@ def measure_point(run_dir: Path, load: float, offered_rps: float,
         chosen = chosen[np.isfinite(chosen)]
         return float(chosen.mean()) if chosen.size else math.nan
 
-    def stat(metric: str, name: str) -> float:
+    def stat(metric: str, name: str) -> float:  # NaN where its n is too small for it
         dist = total.latency.get(metric)
-        return float(dist.get(name)) if dist is not None and dist.n else math.nan
+        if dist is None or dist.n < needed_n(percentile_fraction(name)):
+            return math.nan
+        return float(dist.get(name))
+
+    def count(metric: str) -> int:
+        dist = total.latency.get(metric)
+        return int(dist.n) if dist is not None else 0
 
     return CapacityPoint(
         load=load, run_dir=str(run_dir), offered_rps=offered_rps,
@@ -371,4 +409,5 @@ def measure_point(run_dir: Path, load: float, offered_rps: float,
         slos=checks,
         workload_shares={w: c / n for w, c in counts.items()},
         workload_output_tokens={w: mean_out(workload_col == w) for w in counts},
+        ttft_n=count("ttft_ms"), tpot_n=count("tpot_ms"), saturated_by=live_saturation(run_dir),
     )

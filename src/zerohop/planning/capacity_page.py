@@ -1,6 +1,9 @@
 """CapacityPlan → the capacity page: latency-vs-load curves with the SLO thresholds and
 the chosen operating point, throughput vs load, and the plan's figures as text. Every
-number is formatted here; the template only prints."""
+number is formatted here; the template only prints. A percentile a point has too few
+requests for (`core.metrics.needed_n`: p99 needs 100) is a dash in the table and a gap
+in the curves, as in the report; each point's n and its run's saturation verdict are
+beside it."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from zerohop.planning.capacity import CapacityPlan, CapacityPoint
+from zerohop.planning.sweep_page import needs_text
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series
 from zerohop.report.present import Page
@@ -51,9 +55,10 @@ def capacity_page(plan: CapacityPlan, generated_at: str) -> Page:
         "generated_at": generated_at,
         "slo_text": ", ".join(f"{k} ≤ {v:g}" for k, v in plan.slo.items()),
         "figures": [{"key": k, "value": v} for k, v in figures],
-        "notes": plan.notes,
+        "notes": [*plan.notes, needs_text()],
         "columns": ["load", "offered req/s", "achieved req/s", "goodput req/s", "error %",
-                    "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "SLOs"],
+                    "n (TTFT)", "TTFT p50", "TTFT p99", "n (TPOT)", "TPOT p50", "TPOT p99",
+                    "SLOs", "run's verdict"],
         "rows": [_row(p, p is op) for p in plan.points],
         "charts": [c.chart_id for c in charts],
         "chart_titles": {c.chart_id: c.title for c in charts},
@@ -67,10 +72,11 @@ def _row(point: CapacityPoint, chosen: bool) -> dict[str, Any]:
         "chosen": chosen,
         "cells": [f"{point.load:g}", _rate(point.offered_rps), _rate(point.achieved_rps),
                   _rate(point.goodput_rps), fmt.pct(point.error_pct, 1),
-                  fmt.ms(point.ttft_p50_ms), fmt.ms(point.ttft_p99_ms),
-                  fmt.ms(point.tpot_p50_ms), fmt.ms(point.tpot_p99_ms),
+                  fmt.count(point.ttft_n), fmt.ms(point.ttft_p50_ms), fmt.ms(point.ttft_p99_ms),
+                  fmt.count(point.tpot_n), fmt.ms(point.tpot_p50_ms), fmt.ms(point.tpot_p99_ms),
                   "met" if point.meets_slos else ("missed: " + ", ".join(missed)
-                                                  if missed else "no data")],
+                                                  if missed else "no data"),
+                  f"saturated: {point.saturated_by}" if point.saturated_by else "kept up"],
     }
 
 
@@ -104,9 +110,12 @@ def _charts(plan: CapacityPlan, unit: str) -> list[Chart]:
         for key, threshold in plan.slo.items():
             if key.startswith(metric + "_p"):
                 series.append(Series(f"SLO {key}", np.full(x.size, threshold), "dashed"))
-        if chosen is not None:
-            mark = np.array([getattr(p, f"{metric}_p99_ms") if p is chosen else math.nan
-                             for p in plan.points])
+        if chosen is not None:  # on its p99, or its p50 where it has too few for a p99
+            at = [getattr(p, f"{metric}_p99_ms") for p in plan.points]
+            at = [v if math.isfinite(v) else getattr(p, f"{metric}_p50_ms")
+                  for v, p in zip(at, plan.points, strict=True)]
+            mark = np.array([v if p is chosen else math.nan
+                             for v, p in zip(at, plan.points, strict=True)])
             series.append(Series("operating point", mark, "points"))
         charts.append(Chart(chart_id=f"chart-capacity-{metric}",
                             title=f"{title} vs load (ms)", kind="xy", x=x, series=series,

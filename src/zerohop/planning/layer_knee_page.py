@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from zerohop.analysis.layer_knee import KNEE_STATS
+from zerohop.analysis.comparison.layer_knee import KNEE_STATS
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series
 from zerohop.report.present_layers import cost_cell

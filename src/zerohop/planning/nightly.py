@@ -45,6 +45,8 @@ from zerohop.core.apis import DEFAULT_API, ApiName
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, RunError
 from zerohop.core.metrics import NIGHTLY_GATES, REQUEST_LATENCIES
 from zerohop.core.redaction import known_secrets, scrub
+from zerohop.loadgen.run_settings import DEFAULT_SEED
+from zerohop.planning.nightly_answers import answers_gate, answers_line
 from zerohop.planning.nightly_gates import (
     GateRow,
     compare_microbench,
@@ -87,7 +89,7 @@ class LoadConfig(Strict):
                               description="Concurrent users spread by weight over the "
                               "workloads (default: each closed workload's own `users`)")
     duration_s: float = Field(default=20.0, gt=0)
-    seed: int = 1234
+    seed: int = DEFAULT_SEED
     telemetry: str = "loadgen"
 
     @model_validator(mode="after")
@@ -129,6 +131,20 @@ class CompareConfig(Strict):
                                         description="Relative change of a median that counts")
 
 
+class AnswersConfig(Strict):
+    probe: bool = Field(default=False, description="Every sample runs with --answer-probe")
+    max_changed: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="Fail the night when more than this share of the answers, pooled over "
+        "the samples, changed under load (compare --max-answers-changed)")
+
+    @model_validator(mode="after")
+    def _gate_needs_probe(self) -> AnswersConfig:
+        if self.max_changed is not None and not self.probe:
+            raise ValueError("max_changed gates the answer probe: set probe: true")
+        return self
+
+
 class NightlyConfig(Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     target: TargetConfig = Field(default_factory=TargetConfig)
@@ -136,11 +152,26 @@ class NightlyConfig(Strict):
     samples: int = Field(default=3, ge=2, le=20, description="Repeated runs per nightly")
     microbench: Literal["auto", "on", "off"] = "auto"
     compare: CompareConfig = Field(default_factory=CompareConfig)
+    answers: AnswersConfig = Field(default_factory=AnswersConfig)
+
+    @model_validator(mode="after")
+    def _probe_api(self) -> NightlyConfig:
+        from zerohop.client.answer_tokens import answer_api_refusal
+
+        refusal = answer_api_refusal(self.target.api) if self.answers.probe else None
+        if refusal is not None:
+            needs = refusal.removeprefix("--answer-probe ")
+            raise ValueError(f"answers.probe: the answer probe {needs}")
+        return self
 
     def fingerprint(self) -> str:
-        """What must be equal for two nightlies to be comparable (not the thresholds)."""
+        """What must be equal for two nightlies to be comparable (not the thresholds).
+        The answer probe's requests share the load: a night with it compares only with
+        nights with it (and a profile without it keeps its fingerprint)."""
         data = self.model_dump(mode="json", include={"target", "load", "samples"})
         data["target"].pop("sim_args", None)  # the thing under test may change
+        if self.answers.probe:
+            data["answer_probe"] = True
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -212,6 +243,11 @@ def run_nightly(
     }
     gates: list[GateRow] = []
     notes: list[str] = []
+    answers = None
+    if config.answers.probe:
+        answers = answers_gate(sample_dirs, config.answers.max_changed)
+        entry["answers"] = answers
+        notes.append(answers_line(answers))
     if baseline is None:
         entry.update(status="baseline", baseline_id=None, marked_baseline=True)
         if not set_baseline:
@@ -231,6 +267,9 @@ def run_nightly(
             regressions=[f"{g.metric} {g.stat}" for g in gates if g.verdict == "worse"]
             + (["microbench"] if mb_regressed else []),
         )
+    if answers is not None and answers["failed"]:  # a night's answers: no baseline needed
+        entry.update(status="regression",
+                     regressions=[*(entry.get("regressions") or []), "answers changed"])
     entry["notes"] = notes
     append_history(history_dir, without_nan(entry))
     history.append(entry)
@@ -258,6 +297,7 @@ def run_samples(config: NightlyConfig, run_root: Path, runner: Runner | None) ->
             seed=config.load.seed, sim_args=shlex.split(config.target.sim_args),
             model=config.target.model, report=False,
             microbench=config.microbench if i == 0 else "off",
+            answer_probe=config.answers.probe,
         )
         click.echo(f"zerohop nightly: sample {i + 1} of {config.samples}")
         dirs.append(runner(plan).run_dir)

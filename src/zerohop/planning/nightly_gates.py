@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import numpy as np
-
+from zerohop.analysis.latency.run_summary import summarise_run
 from zerohop.analysis.quantiles import Distribution
-from zerohop.analysis.run_summary import summarise_run
 from zerohop.core.layout import MICROBENCH_FILE
 from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.planning.noise_band import sample_figures_of, spread, within_noise
@@ -61,7 +59,7 @@ def compare_samples(
     base_dirs: Sequence[Path], cand_dirs: Sequence[Path], settings: GateSettings
 ) -> tuple[list[GateRow], Any]:
     """Pooled bootstrap comparison, gated by the run-to-run noise band."""
-    from zerohop.analysis.compare import CompareSettings, compare_runs
+    from zerohop.analysis.comparison.compare import CompareSettings, compare_runs
     from zerohop.storage.run_reader import load_run
 
     base_runs = [load_run(d) for d in base_dirs]
@@ -105,18 +103,12 @@ def pool_runs(runs: Sequence[Any], label: str) -> Any:
     for column in frames[0].columns:
         if isinstance(frames[0][column].dtype, pd.CategoricalDtype):
             pooled[column] = pooled[column].astype(object).astype("category")
-    values = np.concatenate([r.itl.values for r in runs])
-    offsets = [np.array([0], dtype=np.int64)]
-    shift = 0
-    for r in runs:
-        offsets.append(r.itl.offsets[1:] + shift)
-        shift += int(r.itl.offsets[-1])
     first = runs[0]
     manifest = {k: v for k, v in first.manifest.items() if k not in ("load", "config")}
     manifest["run_id"] = f"{label} ({len(runs)} samples)"
     return RunData(
         run_dir=first.run_dir, manifest=manifest, requests=pooled,
-        itl=ItlColumn(values=values, offsets=np.concatenate(offsets)),
+        itl=ItlColumn.concat([r.itl for r in runs]),
         telemetry=first.telemetry.iloc[0:0], microbench=None,
         requests_source=first.requests_source, notes=[],
     )

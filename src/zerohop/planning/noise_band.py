@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zerohop.analysis.run_summary import RunSummary
+from zerohop.analysis.latency.run_summary import RunSummary
 
 
 def sample_figures_of(samples: Sequence[RunSummary], metric: str, stat: str) -> list[float]:

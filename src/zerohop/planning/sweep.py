@@ -4,8 +4,10 @@ concurrencies (closed loop), one results folder per point and an `index.json`.
 Automatic mode finds saturation first (coarse, geometric steps), then samples densely
 below it, and stops early at the first over-saturated point, so no time is spent
 hammering a server that has already fallen over. A point is saturated when achieved
-throughput stops following the offered load, p99 TTFT explodes relative to the
-lightest point, or errors appear (`SaturationRule`).
+throughput stops following the offered load, TTFT explodes relative to the lightest
+point, or errors appear (`SaturationRule`). Latency growth is judged on the
+highest TTFT percentile both points have the requests for (`core.metrics.needed_n`:
+p99 needs 100), so a short point's p99, which is its maximum, never decides.
 
 The search (`AutoSearch`) and the judgement (`judge_saturation`) are pure; only
 `run_sweep` starts runs (through `runner.run_once`, injectable for tests).
@@ -26,8 +28,10 @@ from typing import Any, Literal
 import click
 
 from zerohop.core.atomic_file import write_text_atomically
+from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.core.redaction import known_secrets, redact
 from zerohop.planning.layer_process import LayerProcessWatch
+from zerohop.planning.sweep_layers import echo_layer_point, layer_point
 from zerohop.planning.sweep_page import write_sweep_page
 from zerohop.planning.sweep_stop import (
     EarlyStop,
@@ -35,21 +39,18 @@ from zerohop.planning.sweep_stop import (
     point_saturation,
     verdict_reason,
 )
-from zerohop.runner.compare_layer import (
-    LayerSetup,
-    arms_summary,
-    start_targets,
-)
+from zerohop.runner.compare_layer import LayerSetup, start_targets
 from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import RunResult, run_once
 
 INDEX_FILE = "index.json"
-ARMS_FILE = "arms.json"  # a layer sweep point's arms summary, in its folder
 INDEX_SCHEMA = "zerohop.planning.sweep"
 INDEX_SCHEMA_VERSION = 1
 Mode = Literal["rate", "users"]
 Phase = Literal["explicit", "coarse", "dense"]
 Runner = Callable[[RunPlan], RunResult]
+# the TTFT percentiles the saturation rule may judge, the most telling first
+JUDGED_TTFT_STATS = ("p99", "p90", "p50")
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,9 @@ class SaturationRule:
 
     min_achieved_ratio: float = 0.8  # rate mode: achieved ok req/s ÷ offered req/s
     min_scaling_gain: float = 0.5  # users mode: share of the ideal throughput gain kept
-    ttft_p99_growth: float = 10.0  # × the lightest point's p99 TTFT
-    ttft_p99_floor_ms: float = 50.0  # growth below this absolute level is ignored
+    # × the lightest point's TTFT at the highest percentile both points' n support
+    ttft_growth: float = 10.0
+    ttft_floor_ms: float = 50.0  # growth below this absolute level is ignored
     max_error_pct: float = 5.0
 
 
@@ -88,6 +90,10 @@ class PointSummary:
     itl_p50_ms: float = math.nan
     itl_p99_ms: float = math.nan
     goodput_rps: float = math.nan  # within the run's own SLOs (every ok request: none)
+    ttft_p90_ms: float = math.nan
+    # each latency's n (`ttft_ms` → requests with a TTFT); a percentile its n does not
+    # support is NaN above. None: an index written before it (`requests` stands in)
+    latency_n: dict[str, int] | None = None
     saturated: bool = False
     reason: str | None = None
     # a layer sweep (--compare-layer): the point's arms summary and the layer processes'
@@ -101,10 +107,19 @@ class PointSummary:
     def from_json(cls, data: dict[str, Any]) -> PointSummary:
         names = {f.name for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {
-            k: (math.nan if v is None and k not in ("reason", "layer") else v)
+            k: (math.nan if v is None and k not in ("reason", "layer", "latency_n") else v)
             for k, v in data.items() if k in names
         }
         return cls(**values)
+
+    def n(self, metric: str) -> int:
+        """How many observations `metric`'s percentiles stand on."""
+        return int((self.latency_n or {}).get(metric, self.requests))
+
+    def ttft(self, stat: str) -> float:
+        """The TTFT percentile `stat`, NaN where the point's n does not support it."""
+        value = float(getattr(self, f"ttft_{stat}_ms"))
+        return value if self.n("ttft_ms") >= needed_n(percentile_fraction(stat)) else math.nan
 
 
 @dataclass
@@ -189,12 +204,26 @@ def judge_saturation(
             return (f"throughput {point.achieved_rps:.3g} req/s gained {gain:.0%} for "
                     f"{ideal_gain:.0%} more users")
     if healthy:
-        reference = healthy[0].ttft_p99_ms
-        limit = max(rule.ttft_p99_growth * reference, rule.ttft_p99_floor_ms)
-        if math.isfinite(reference) and point.ttft_p99_ms > limit:
-            return (f"p99 TTFT {point.ttft_p99_ms:.0f} ms > {rule.ttft_p99_growth:g}× the "
-                    f"lightest point's {reference:.0f} ms")
+        return _ttft_growth(point, healthy[0], rule)
     return None
+
+
+def _ttft_growth(point: PointSummary, lightest: PointSummary, rule: SaturationRule
+                 ) -> str | None:
+    """TTFT growth over the lightest healthy point, at the highest percentile both
+    points' n support; no test at all where none is."""
+    stat = next((s for s in JUDGED_TTFT_STATS
+                 if math.isfinite(point.ttft(s)) and math.isfinite(lightest.ttft(s))), None)
+    if stat is None:
+        return None
+    value, reference = point.ttft(stat), lightest.ttft(stat)
+    if value <= max(rule.ttft_growth * reference, rule.ttft_floor_ms):
+        return None
+    why = "" if stat == "p99" else (
+        f" ({stat}: p99 needs n ≥ {needed_n(0.99)}; this point has {point.n('ttft_ms')}, "
+        f"the lightest {lightest.n('ttft_ms')})")
+    return (f"{stat} TTFT {value:.0f} ms > {rule.ttft_growth:g}× the lightest point's "
+            f"{reference:.0f} ms{why}")
 
 
 def summarise_point(
@@ -206,8 +235,8 @@ def summarise_point(
     ok requests that ended inside it, over the same seconds. With `arm` (a layer sweep:
     `direct`), only that arm's requests, and its share of the arrivals: the engines'
     figures without the hop, which is what judges their saturation."""
-    from zerohop.analysis.arms import arm_views
-    from zerohop.analysis.run_summary import summarise_run
+    from zerohop.analysis.comparison.arms import arm_views
+    from zerohop.analysis.latency.run_summary import summarise_run
     from zerohop.storage.run_reader import load_run
 
     whole = load_run(run_dir)
@@ -222,9 +251,11 @@ def summarise_point(
     if mode == "rate" and seconds > 0:
         offered = share * (sent + int(counters.get("dropped_arrivals", 0))) / seconds
 
-    def stat(metric: str, name: str) -> float:
+    def stat(metric: str, name: str) -> float:  # NaN where its n is too small for it
         dist = row.latency.get(metric) if row else None
-        return float(dist.get(name)) if dist is not None and dist.n else math.nan
+        if dist is None or dist.n < needed_n(percentile_fraction(name)):
+            return math.nan
+        return float(dist.get(name))
 
     return PointSummary(
         load=load, mode=mode, phase=phase,
@@ -239,6 +270,8 @@ def summarise_point(
         e2e_p50_ms=stat("e2e_ms", "p50"), e2e_p99_ms=stat("e2e_ms", "p99"),
         itl_p50_ms=stat("itl_ms", "p50"), itl_p99_ms=stat("itl_ms", "p99"),
         goodput_rps=row.goodput_rps if row else math.nan,
+        ttft_p90_ms=stat("ttft_ms", "p90"),
+        latency_n={metric: int(dist.n) for metric, dist in row.latency.items()} if row else {},
     )
 
 
@@ -324,10 +357,10 @@ def _run_points(plan: SweepPlan, runner: Runner, sweep_dir: Path
         if plan.search is not None:
             plan.search.observe(point)
         click.echo(f"  {'direct arm: ' if point.layer is not None else ''}achieved "
-                   f"{point.achieved_rps:.3g} req/s · TTFT p99 "
-                   f"{point.ttft_p99_ms:.4g} ms · {'SATURATED: ' + reason if reason else 'ok'}")
+                   f"{point.achieved_rps:.3g} req/s · TTFT p99 {p99_text(point)} · "
+                   f"{'SATURATED: ' + reason if reason else 'ok'}")
         if point.layer is not None:
-            _echo_layer_point(point.layer)
+            echo_layer_point(point.layer)
         write_index(sweep_dir, plan, points)
         if plan.loads and block is not None and reason is not None:
             stop = early_stop(load, block, list(queue), plan.base.duration_s)
@@ -336,53 +369,24 @@ def _run_points(plan: SweepPlan, runner: Runner, sweep_dir: Path
     return points, None
 
 
-def layer_point(run_dir: Path, watch: LayerProcessWatch) -> dict[str, Any]:
-    """One layer-sweep point: its arms summary (also written as `arms.json` in its
-    folder, the summary `zerohop run --compare-layer` writes) and each watched layer
-    process's CPU and RSS over the run's load window."""
-    from zerohop.analysis.layer_knee import process_figures
-    from zerohop.analysis.measured_window import measured_window
-    from zerohop.storage.jsonl import without_nan
-    from zerohop.storage.run_reader import load_run
-
-    run = load_run(run_dir)
-    made = arms_summary(run)
-    summary = without_nan(made[1]) if made is not None else None
-    if summary is not None:
-        _write_json(run_dir / ARMS_FILE, summary)
-    window = measured_window(run)
-    start, end = window.start_ts, window.end_ts
-    if not math.isfinite(start):  # no timestamps: the whole sampled span
-        start, end = -math.inf, math.inf
-    processes = {arm: {"pid": pid, **process_figures(watch.rows(arm), start, end)}
-                 for arm, pid in watch.pids.items()}
-    return {"arms": summary, "processes": processes}
+def p99_text(point: PointSummary) -> str:
+    """The point's p99 TTFT as the console prints it: a dash, with its n, where the
+    point has fewer requests than a p99 needs."""
+    if math.isfinite(point.ttft("p99")):
+        return f"{point.ttft_p99_ms:.4g} ms"
+    return f"— (n {point.n('ttft_ms')} < {needed_n(0.99)})"
 
 
 def layer_knee_of(points: Sequence[PointSummary]) -> dict[str, Any]:
     """The layers' knees over the sweep's points (`analysis.layer_knee`); the engines'
     saturation at each is the direct arm's own judgement."""
-    from zerohop.analysis.layer_knee import layer_knees
+    from zerohop.analysis.comparison.layer_knee import layer_knees
 
     rows = [{"load": p.load, "arms": (p.layer or {}).get("arms"),
              "processes": (p.layer or {}).get("processes"),
              "engines_saturated": p.saturated}
             for p in sorted(points, key=lambda p: p.load) if p.layer is not None]
     return layer_knees(rows)
-
-
-def _echo_layer_point(layer: dict[str, Any]) -> None:
-    costs = (layer.get("arms") or {}).get("costs") or {}
-    for arm, cost in costs.items():
-        ttft = cost.get("layer_cost_ms", {}).get("ttft_ms", {})
-        cells = " · ".join(f"{stat} {ttft[stat]:+.2f} ms" for stat in ("p50", "p99")
-                           if isinstance(ttft.get(stat), int | float))
-        process = (layer.get("processes") or {}).get(arm)
-        cpu = ""
-        if process and process.get("cpu_pct_mean") is not None:
-            cpu = (f" · CPU {process['cpu_pct_mean']:.1f} % of a core, RSS "
-                   f"{(process.get('rss_bytes_max') or 0) / 2**20:.1f} MiB")
-        click.echo(f"  {arm}: TTFT cost {cells or 'none'}{cpu}")
 
 
 def _next_step(plan: SweepPlan, queue: list[float]) -> tuple[float, Phase] | None:

@@ -4,31 +4,31 @@ exit 2 when one is wrong), and the console lines after the sweep. The sweep itse
 
 from __future__ import annotations
 
-import re
-import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from zerohop.client.answer_tokens import answer_api_refusal
-from zerohop.core.apis import DEFAULT_API, api_names
 from zerohop.core.exit_codes import EXIT_BAD_INPUT, RunError
+from zerohop.loadgen.run_settings import RunSettings
 from zerohop.planning.layer_process import parse_layer_pids
 from zerohop.planning.sweep import INDEX_FILE, AutoSearch, Mode, SweepPlan, run_sweep
 from zerohop.runner.compare_layer import LayerSetup, layer_setup_from_flags
-from zerohop.runner.plan import CLASS_NAMES, RunPlan, classes_for, parse_duration
+from zerohop.runner.plan import RunPlan, classes_for
 from zerohop.runner.setting_options import setting_options
+
+# `zerohop run`'s settings a sweep takes, by their names there (each point is such a run)
+_SHARED = ("host", "api", "workloads", "classes", "duration", "telemetry", "name",
+           "results_dir", "model", "seed", "sim_args", "compare_layer", "layer_urls", "control",
+           "stop_when_saturated", "answer_probe")
 
 
 @click.command("sweep")
-@click.option("--host", default=None, help="Target base URL (default: the embedded target).")
-@click.option("--api", type=click.Choice(api_names()), default=DEFAULT_API, show_default=True)
-@click.option("--workload", "workloads", multiple=True, type=click.Path(path_type=Path),
-              help="Workload YAML file (repeatable).")
-@click.option("--only", "classes", multiple=True, type=click.Choice(CLASS_NAMES),
-              help="Workload classes to run (repeatable; default: those of --workload).")
+@setting_options(_SHARED, defaults={"duration": "20s", "name": "sweep"}, helps={
+    "workloads": "Workload YAML file (repeatable).",
+    "classes": "Workload classes to run (repeatable; default: those of --workload).",
+    "duration": "Per point: 20s, 1m.",
+    "sim_args": "Embedded target options, e.g. '--time-scale 4'."})
 @click.option("--rates", default=None, help="Explicit open-loop rates, req/s: 1,2,4.")
 @click.option("--users", "users_list", default=None, help="Explicit concurrencies: 1,2,4,8.")
 @click.option("--auto", "auto", type=click.Choice(["rate", "users"]), default=None,
@@ -41,18 +41,8 @@ from zerohop.runner.setting_options import setting_options
 @click.option("--dense", type=int, default=4, show_default=True,
               help="Auto: points between the last healthy and first saturated load.")
 @click.option("--max-points", type=int, default=12, show_default=True)
-@click.option("--duration", default="20s", show_default=True, help="Per point: 20s, 1m.")
-@click.option("--telemetry", default="prom,loadgen", show_default=True)
-@click.option("--name", default="sweep", show_default=True)
-@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
-              show_default=True)
-@click.option("--model", default="")
-@click.option("--seed", type=int, default=1234, show_default=True)
-@click.option("--sim-args", default="", help="Embedded target options, e.g. '--time-scale 4'.")
 @click.option("--report/--no-report", default=False, show_default=True,
               help="Build each point's report.html.")
-@setting_options(("compare_layer", "layer_urls", "control", "stop_when_saturated",
-                  "answer_probe"))
 @click.option("--layer-pid", "layer_pids", multiple=True, metavar="NAME=PID",
               help="With --compare-layer: the process behind the --layer-url arm NAME; its "
                    "CPU and RSS are sampled over each point's load window (repeatable).")
@@ -83,13 +73,10 @@ def plan_from_flags(kw: dict[str, Any]) -> SweepPlan:
         chosen = [k for k in ("rates", "users_list", "auto") if kw.get(k)]
         if len(chosen) != 1:
             raise ValueError("give exactly one of --rates, --users or --auto")
-        duration = parse_duration(kw["duration"])
-        if duration <= 0:
-            raise ValueError("--duration must be > 0")
+        settings = RunSettings(**{name: kw[name] for name in _SHARED if name in kw})
+        settings.check()
         if kw["max_points"] <= 0:
             raise ValueError("--max-points must be > 0")
-        if kw["host"] and not re.match(r"^https?://[^/\s]+", kw["host"]):
-            raise ValueError(f"--host: {kw['host']!r} is not an http:// URL")
         specs = load_workloads([str(p) for p in kw["workloads"]])
         classes = list(kw["classes"]) or classes_for(specs)
         loads: list[float] | None = None
@@ -109,20 +96,17 @@ def plan_from_flags(kw: dict[str, Any]) -> SweepPlan:
                 if not ok:
                     raise ValueError(f"{flag} must be {need}")
             search = AutoSearch(mode, kw["start"], kw["factor"], kw["max_load"], kw["dense"])
-        refusal = answer_api_refusal(kw["api"]) if kw.get("answer_probe") else None
-        if refusal is not None:
-            raise ValueError(refusal)
     except ValueError as exc:
         raise RunError(str(exc), EXIT_BAD_INPUT) from None
     layers, layer_pids = _layer_flags(kw)
     base = RunPlan(
-        host=kw["host"], api=kw["api"], workloads=list(kw["workloads"]),
-        classes=classes, users=8, rate=None, duration_s=duration,
-        telemetry=kw["telemetry"], slo={}, name=kw["name"], workers=0,
-        results_dir=kw["results_dir"], seed=kw["seed"], sim_args=shlex.split(kw["sim_args"]),
-        model=kw["model"], report=kw["report"], microbench="off",
-        stop_when_saturated=bool(kw.get("stop_when_saturated")),
-        answer_probe=bool(kw.get("answer_probe")),  # each point asks its prompts anew
+        host=settings.host, api=settings.api, workloads=list(settings.workloads),
+        classes=classes, users=8, rate=None, duration_s=settings.duration_s,
+        telemetry=settings.telemetry, slo={}, name=settings.name, workers=0,
+        results_dir=settings.results_dir, seed=settings.seed, sim_args=settings.sim_argv,
+        model=settings.model, report=kw["report"], microbench="off",
+        stop_when_saturated=settings.stop_when_saturated,
+        answer_probe=settings.answer_probe,  # each point asks its prompts anew
     )
     return SweepPlan(base=base, mode=mode, loads=loads, search=search,
                      max_points=kw["max_points"], layers=layers, layer_pids=layer_pids)

@@ -1,6 +1,8 @@
 """A sweep's table page, `sweep.html` next to its `index.json`: one row per point with
-the offered and achieved load, goodput, errors and the TTFT, ITL and E2E p50/p99 — what
+the offered and achieved load, goodput, errors, n and the TTFT, ITL and E2E p50/p99 — what
 a `vllm bench serve` user reads off a rate sweep, each row linking to its point's folder.
+A percentile its point has too few observations for is a dash (`core.metrics.needed_n`),
+as in the report: the index already holds it as missing.
 Rewritten after every point, so an interrupted sweep has a page too. Every number is
 formatted here; the template only prints (and escapes)."""
 
@@ -11,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from zerohop.core.metrics import needed_n
 from zerohop.planning.layer_knee_page import layers_context
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart
@@ -18,7 +21,7 @@ from zerohop.report.render import render_page, write_atomically
 
 SWEEP_PAGE = "sweep.html"
 COLUMNS = ("load", "offered req/s", "achieved req/s", "goodput req/s", "error %",
-           "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "E2E p50", "E2E p99", "")
+           "n (TTFT)", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "E2E p50", "E2E p99", "")
 
 
 def write_sweep_page(sweep_dir: Path, name: str, mode: str, points: Sequence[Any],
@@ -56,6 +59,7 @@ def sweep_context(name: str, mode: str, points: Sequence[Any],
         "load_unit": unit,
         "verdict": verdict,
         "columns": list(COLUMNS),
+        "needs": needs_text(),
         "rows": [_row(p) for p in sorted(points, key=lambda p: p.load)],
     }
 
@@ -67,12 +71,19 @@ def _row(point: Any) -> dict[str, Any]:
         "cells": [
             f"{point.load:g}", fmt.rate(point.offered_rps), fmt.rate(point.achieved_rps),
             fmt.rate(point.goodput_rps), fmt.pct(point.error_pct, 1),
-            fmt.ms(point.ttft_p50_ms), fmt.ms(point.ttft_p99_ms),
+            fmt.count(point.n("ttft_ms")), fmt.ms(point.ttft_p50_ms), fmt.ms(point.ttft_p99_ms),
             fmt.ms(point.itl_p50_ms), fmt.ms(point.itl_p99_ms),
             fmt.ms(point.e2e_p50_ms), fmt.ms(point.e2e_p99_ms),
         ],
         "note": f"saturated: {point.reason}" if point.saturated else "",
     }
+
+
+def needs_text() -> str:
+    """What a dash in a percentile column means, as the pages print it."""
+    return (f"— : fewer observations than the percentile needs (p50 needs n ≥ "
+            f"{needed_n(0.5)}, p90 n ≥ {needed_n(0.9)}, p99 n ≥ {needed_n(0.99)}); ITL's n is "
+            "its gaps.")
 
 
 def _load(value: Any) -> str:

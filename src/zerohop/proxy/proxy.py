@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from zerohop.core.http_chunked import ChunkedDecoder
 from zerohop.proxy.routing import ROUTES, make_router
-from zerohop.sim.http_server import HttpConnection, HttpRequest, listen
+from zerohop.sim.serving.http_server import HttpConnection, HttpRequest, listen
 
 HOP_BY_HOP = {
     "connection",

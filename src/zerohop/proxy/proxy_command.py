@@ -11,7 +11,7 @@ import click
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
 from zerohop.proxy.proxy import LayerConfig, serve_proxy
 from zerohop.proxy.routing import ROUTES
-from zerohop.sim.http_server import run_server
+from zerohop.sim.serving.http_server import run_server
 
 
 @click.command(name="proxy", context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,5 +1,5 @@
 """`zerohop compare --max-answers-changed SHARE`: a candidate run fails when more than
-SHARE of its answer probe's answers changed under load (`analysis/answers.py`). The
+SHARE of its answer probe's answers changed under load (`analysis/comparison/answers.py`). The
 point share is gated, as a CI job expects a threshold to read; the console line prints
 its 95 % interval beside it, so a reader sees how few prompts stand behind it."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from zerohop.analysis.answers import summarise_answers
+from zerohop.analysis.comparison.answers import summarise_answers
 from zerohop.analysis.run_data import ReportInputError
 from zerohop.report.present_answers import share_text
 from zerohop.storage.run_reader import read_answers

@@ -10,10 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from zerohop.analysis.alerts import AlertRule, load_rules
-from zerohop.analysis.compare import CompareSettings, Comparison, compare_runs
+from zerohop.analysis.comparison.compare import CompareSettings, Comparison, compare_runs
 from zerohop.analysis.run_analysis import AnalysisSettings, RunAnalysis, analyse_run
 from zerohop.analysis.run_data import ReportInputError
+from zerohop.analysis.server.alerts import AlertRule, load_rules
 from zerohop.core.layout import REPORT_FILE
 from zerohop.report.present import report_page
 from zerohop.report.present_compare import comparison_page
@@ -142,7 +142,10 @@ def compare_dirs(
     if not 0.5 <= confidence < 1.0:
         raise ReportInputError(f"confidence must be in [0.5, 1), got {confidence}")
     settings = CompareSettings(threshold=threshold, n_boot=n_boot, seed=seed, confidence=confidence)
-    runs = [load_run(d) for d in dirs]
+    runs = []
+    for folder in dirs:  # a comparison reads the exact gaps, never their float32 shadows
+        runs.append(load_run(folder))
+        runs[-1].itl.release()
     layer = True if layer_of is not None else None
     return [compare_runs(runs[0], other, settings, layer=layer) for other in runs[1:]]
 

@@ -7,7 +7,7 @@ module adds the report's other terms and puts them in the page's order.
 
 from __future__ import annotations
 
-from zerohop.analysis.fidelity import (
+from zerohop.analysis.client.fidelity import (
     LOADGEN_CPU_LIMIT_PCT,
     LOOP_LAG_P99_LIMIT_MS,
     SCHEDULE_LAG_P99_LIMIT_MS,

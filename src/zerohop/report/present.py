@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from zerohop.analysis.correlation import PairResult
 from zerohop.analysis.run_analysis import RunAnalysis
+from zerohop.analysis.server.correlation import PairResult
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.environment import environment_rows, redact

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from zerohop.analysis.lora_adapters import AdapterSummary
+from zerohop.analysis.latency.lora_adapters import AdapterSummary
 from zerohop.report import formatting as fmt
 
 

@@ -1,4 +1,4 @@
-"""The answer probe's section: did the load change the answers (`analysis/answers.py`),
+"""The answer probe's section: did the load change the answers (`analysis/comparison/answers.py`),
 as the page, the console and `zerohop compare --max-answers-changed` say it — one
 reading, so they cannot disagree."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from zerohop.analysis.answers import AnswerFigures, AnswerPair
+from zerohop.analysis.comparison.answers import AnswerFigures, AnswerPair
 from zerohop.report import formatting as fmt
 
 PROMPT_CHARS = 60  # a prompt's text in the table, cut to this

@@ -16,6 +16,7 @@ import numpy as np
 
 from zerohop.analysis.counters import window_quantiles, window_rates
 from zerohop.analysis.run_analysis import TimeSeriesData
+from zerohop.analysis.server.modelled import is_gpu_metric, is_modelled_series
 from zerohop.core.metrics import needed_n
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart
@@ -43,19 +44,6 @@ DCGM_UNITS: dict[str, tuple[str, float]] = {
     "DCGM_FI_PROF_DRAM_ACTIVE": ("%", 100.0),
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("%", 100.0),
 }
-GPU_PREFIXES = ("DCGM_", "gpu_", "pcie_")
-
-
-def is_gpu_metric(metric: str) -> bool:
-    return metric.startswith(GPU_PREFIXES)
-
-
-def is_modelled(metric: str, source: str, embedded_target: bool) -> bool:
-    """A GPU series the embedded target reports on its /metrics about its modelled GPU
-    (NVML's samples of a real GPU on the same machine are measured)."""
-    return embedded_target and is_gpu_metric(metric) and source.startswith("prom")
-
-
 def gauge_unit(metric: str) -> tuple[str, float]:
     """The unit a gauge is drawn in, and the scale from its raw value."""
     if metric in DCGM_UNITS:
@@ -105,7 +93,7 @@ def appendix_section(
     keys: list[str],
     x: np.ndarray,
     x_range: tuple[float, float],
-    embedded_target: bool,
+    manifest: dict[str, Any],
     charts: list[Chart],
 ) -> dict[str, Any]:
     """`keys`: the lanes the curated sections left out. Returns the appendix's context:
@@ -126,7 +114,7 @@ def appendix_section(
         if "info" in roles:
             infos.append(_info_row(name, members))
             continue
-        modelled = any(is_modelled(m.metric, m.source, embedded_target) for m in members)
+        modelled = any(is_modelled_series(manifest, m.metric, m.source) for m in members)
         if "bucket" in roles:
             chart = _histogram_chart(name, members, data, x, x_range, modelled)
         elif roles & {"counter", "count", "sum"}:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from zerohop.analysis.time_budget import NOT_RESOLVABLE, BudgetBand, BudgetPart, TimeBudget
+from zerohop.analysis.server.time_budget import NOT_RESOLVABLE, BudgetBand, BudgetPart, TimeBudget
 from zerohop.report.formatting import ms as fmt_ms
 
 # part → (label, fill): fixed colours, in the order the parts add up
@@ -90,7 +90,8 @@ def _band_row(band: BudgetBand) -> dict[str, Any]:
 def _part_text(part: BudgetPart) -> str:
     """'queue 1,365 ms [1,252–1,742] n=31 (histogram, aggregate)'; a part whose
     interval is wider than half its band: 'queue: not resolvable … [0–828]'."""
-    if part.n == 0 or not math.isfinite(part.mean_ms):
+    bounded = not part.resolvable and math.isfinite(part.low_ms)  # n=0: placed for none
+    if not bounded and (part.n == 0 or not math.isfinite(part.mean_ms)):
         return f"{part.name}: not measured"
     high = "∞" if part.high_ms == math.inf else fmt_ms(part.high_ms)
     low = "−∞" if part.low_ms == -math.inf else fmt_ms(part.low_ms)

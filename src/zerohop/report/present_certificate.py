@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from zerohop.analysis.client_certificate import certificate_view
+from zerohop.analysis.client.client_certificate import certificate_view
 
 
 def certificate_check(manifest: Mapping[str, Any]) -> dict[str, str] | None:

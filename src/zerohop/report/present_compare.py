@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zerohop.analysis.compare import (
+from zerohop.analysis.comparison.compare import (
     COMPARED_METRICS,
     ERROR_RATE,
     LOGICAL_METRIC,
@@ -20,7 +20,7 @@ from zerohop.analysis.compare import (
     RateComparison,
     WorkloadComparison,
 )
-from zerohop.analysis.policy import PolicySummary
+from zerohop.analysis.latency.policy import PolicySummary
 from zerohop.core.metrics import METRICS
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, joined

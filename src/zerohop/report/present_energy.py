@@ -1,11 +1,11 @@
 """The report's "Energy" section: what the measured window's output cost the GPUs, in
-joules per output token and per request (analysis/energy.py)."""
+joules per output token and per request (analysis/server/energy.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from zerohop.analysis.energy import EnergySummary
+from zerohop.analysis.server.energy import EnergySummary
 from zerohop.report import formatting as fmt
 
 WELL_COVERED = 0.95  # below: the page says how much of the window the samples span

@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from zerohop.analysis.load_shape import WorkloadLoad
+from zerohop.analysis.latency.load_shape import WorkloadLoad
+from zerohop.analysis.latency.summary import QUEUE_WAIT, WorkloadSummary
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.analysis.summary import QUEUE_WAIT, WorkloadSummary
 from zerohop.core.metrics import REQUEST_LATENCIES, needed_n, percentile_fraction, title
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, add_chart

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from zerohop.analysis.latency.reads import ReadDelivery
+from zerohop.analysis.latency.summary import ALL_WORKLOADS, ITEMS
 from zerohop.analysis.quantiles import PERCENTILE_NAMES, Distribution
-from zerohop.analysis.reads import ReadDelivery
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.analysis.summary import ALL_WORKLOADS, ITEMS
 from zerohop.core.metrics import CATALOGUE, NIGHTLY_GATES, needed_n, percentile_fraction
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart, joined

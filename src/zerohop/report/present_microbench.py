@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from zerohop.analysis.microbench import MicrobenchSummary
+from zerohop.analysis.server.microbench import MicrobenchSummary
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart, joined
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zerohop.analysis.pd_split import PD_PARTS, REMAINDER, PdSplit
+from zerohop.analysis.server.pd_split import PD_PARTS, REMAINDER, PdSplit
 from zerohop.report import formatting as fmt
 
 PART_LABELS: dict[str, str] = {

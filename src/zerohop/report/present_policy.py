@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zerohop.analysis.policy import PolicySummary
+from zerohop.analysis.latency.policy import PolicySummary
 from zerohop.report.charts import Chart, Series
 from zerohop.report.formatting import ms as fmt_ms
 

@@ -1,5 +1,5 @@
 """The interference probe's section: what the main load did to an unrelated short
-request (`analysis/probe.py`), as the page and the console print it — one reading, so
+request (`analysis/comparison/probe.py`), as the page and the console print it — one reading, so
 the two cannot disagree."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from zerohop.analysis.probe import ProbeArm, ProbeFigures, ProbeShift
+from zerohop.analysis.comparison.probe import ProbeArm, ProbeFigures, ProbeShift
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series
 

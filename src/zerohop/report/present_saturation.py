@@ -1,5 +1,5 @@
 """The saturation verdict as the report's verdict says it: one sentence, from the
-figures `analysis/saturation_replay.saturation_figures` gives summary.json too."""
+figures `analysis/server/saturation_replay.saturation_figures` gives summary.json too."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from zerohop.analysis.latency.sessions import SessionAnalysis
 from zerohop.analysis.run_analysis import MAX_CHART_POINTS, RunAnalysis
-from zerohop.analysis.sessions import SessionAnalysis
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series
 

@@ -1,13 +1,13 @@
 """The report's "Speculative decoding" section: how much of the draft the target
 accepted (the server's counters) and what the client saw of it, tokens per read
-(analysis/spec_decode.py)."""
+(analysis/latency/spec_decode.py)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from zerohop.analysis.spec_decode import SpecDecodeSummary
+from zerohop.analysis.latency.spec_decode import SpecDecodeSummary
 from zerohop.report import formatting as fmt
 
 

@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 
 from zerohop.analysis.run_analysis import RunAnalysis, TimeSeriesData
+from zerohop.analysis.server.modelled import is_modelled_series
 from zerohop.core.metrics import CATALOGUE, window_column
 from zerohop.report import formatting as fmt
 from zerohop.report.charts import Chart, Series, add_chart
 from zerohop.report.legend import brief_names
-from zerohop.report.present_appendix import MODELLED_NOTE, appendix_section, is_modelled
+from zerohop.report.present_appendix import MODELLED_NOTE, appendix_section
 from zerohop.report.telemetry_transforms import natural_key
 
 
@@ -106,19 +107,19 @@ def timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, 
                 "ms", series,
             )
             section_charts.append(add_chart(charts, chart))
-    embedded = _embedded_target(analysis)
+    manifest = analysis.manifest
     lanes_charts: list[str] = []
     modelled_charts: list[str] = []
     drawn: set[str] = set()
     for group in LANE_GROUPS:
-        lane = lane_chart(group, data, x, x_range, embedded)
+        lane = lane_chart(group, data, x, x_range, manifest)
         if lane is None:
             continue
         on_page = set(group.metrics) <= SERVER_METRICS or MODELLED_NOTE not in lane.title
         (lanes_charts if on_page else modelled_charts).append(add_chart(charts, lane))
         drawn |= {k for k, m in data.lane_metrics.items() if m in group.metrics}
     rest = [k for k, m in data.lane_metrics.items() if k not in drawn and m not in HIDDEN_METRICS]
-    appendix = appendix_section(data, rest, x, x_range, embedded, charts)
+    appendix = appendix_section(data, rest, x, x_range, manifest, charts)
     appendix["charts"] = modelled_charts + appendix["charts"]
     return {
         "charts": section_charts,
@@ -137,20 +138,15 @@ def timeseries_section(analysis: RunAnalysis, charts: list[Chart]) -> dict[str, 
     }
 
 
-def _embedded_target(analysis: RunAnalysis) -> bool:
-    target = analysis.manifest.get("target") or {}
-    return isinstance(target, dict) and target.get("kind") == "embedded"
-
-
 def lane_chart(
     group: LaneGroup,
     data: TimeSeriesData,
     x: np.ndarray,
     x_range: tuple[float, float],
-    embedded_target: bool = False,
+    manifest: dict[str, Any] | None = None,
 ) -> Chart | None:
     """One chart of a lane group: brief legend names (`GPU 0`, `RX GPU 3`), each lane's
-    full key on hover; its title says when the embedded target modelled the series."""
+    full key on hover; its title says when a model made the series (`analysis.modelled`)."""
     picked: list[tuple[str, str, np.ndarray]] = []
     for key, metric in sorted(data.lane_metrics.items(), key=lambda kv: _lane_sort(data, kv[0])):
         if metric not in group.metrics or key not in data.lanes.columns:
@@ -170,7 +166,8 @@ def lane_chart(
         for name, (_, _, values) in zip(names, picked, strict=True)
     ]
     title = f"{group.title} ({group.unit})" if group.unit else group.title
-    if any(is_modelled(m, data.lane_sources.get(k, ""), embedded_target) for k, m, _ in picked):
+    if any(is_modelled_series(manifest or {}, m, data.lane_sources.get(k, ""))
+           for k, m, _ in picked):
         title += f" — {MODELLED_NOTE}"
     chart_id = "lane-" + "-".join(group.metrics[:1])
     return time_chart(chart_id, title, x, x_range, group.unit, series)

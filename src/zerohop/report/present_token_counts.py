@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zerohop.analysis.token_counts import INPUT_ERROR_FLAG_PCT, TokenCounts
+from zerohop.analysis.latency.token_counts import INPUT_ERROR_FLAG_PCT, TokenCounts
 from zerohop.report import formatting as fmt
 
 

@@ -73,7 +73,7 @@ def report_command(
     """Write a self-contained HTML report of one results folder."""
 
     def run() -> Path:
-        from zerohop.analysis.alerts import load_rules_file, parse_rule
+        from zerohop.analysis.server.alerts import load_rules_file, parse_rule
         from zerohop.report.build import build_report
 
         rules = None
@@ -178,8 +178,8 @@ def compare_command(
 
 
 def _or_exit(action: Callable[[], T]) -> T:
-    from zerohop.analysis.alerts import AlertRuleError
     from zerohop.analysis.run_data import ReportInputError
+    from zerohop.analysis.server.alerts import AlertRuleError
     from zerohop.report.render import TemplatesNotFoundError
 
     try:

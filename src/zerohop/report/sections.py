@@ -8,6 +8,8 @@ distributions, prefill, errors, client fidelity, appendix) is not in the registr
 A section's figures are computed once per run by `analyse_run` (into
 `RunAnalysis.sections`); its presenter turns them into the template's context, which
 the template reads under the section's name. Everything it prints is autoescaped.
+From outside the tree, the module that registers is a plugin (`core/plugins.py`): loaded
+by the CLI before the run it reports on.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 import jinja2
 
-from zerohop.analysis.answers import answers_of_run
+from zerohop.analysis.comparison.answers import answers_of_run
+from zerohop.analysis.latency.token_counts import TokenCounts
 from zerohop.analysis.run_analysis import (
     RunAnalysis,
     SectionAnalysis,
@@ -27,7 +30,6 @@ from zerohop.analysis.run_analysis import (
     section_analysis,
     unregister_section_analysis,
 )
-from zerohop.analysis.token_counts import TokenCounts
 from zerohop.report.charts import Chart
 from zerohop.report.present_adapters import adapter_rows
 from zerohop.report.present_answers import answers_section

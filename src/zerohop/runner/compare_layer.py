@@ -26,7 +26,7 @@ from zerohop.runner.plan import RunPlan
 from zerohop.runner.run_once import run_once
 
 if TYPE_CHECKING:
-    from zerohop.analysis.compare import Comparison
+    from zerohop.analysis.comparison.compare import Comparison
     from zerohop.analysis.run_data import RunData
 
 MODES = COMPARE_LAYER_MODES
@@ -211,8 +211,13 @@ def _report_interleaved(run_dir: Path) -> None:
 def arms_summary(run: RunData) -> tuple[list[Comparison], dict[str, Any]] | None:
     """(the arms' comparisons against direct, the summary: each arm's cost, net of the
     control, figures and stream shape), or None when the records lack an arm."""
-    from zerohop.analysis.arms import arm_comparisons, arm_figures, arm_views, budget_dict
-    from zerohop.analysis.stream_shape import stream_shapes
+    from zerohop.analysis.comparison.arms import (
+        arm_comparisons,
+        arm_figures,
+        arm_views,
+        budget_dict,
+    )
+    from zerohop.analysis.latency.stream_shape import stream_shapes
 
     views = arm_views(run)
     if "direct" not in views or len(views) < 2:
@@ -233,7 +238,12 @@ def arms_summary(run: RunData) -> tuple[list[Comparison], dict[str, Any]] | None
 
 
 def _report_sequential(direct_dir: Path, layer_dir: Path) -> None:
-    from zerohop.analysis.arms import arm_figures, budget_dict, noise_floor, noise_verdict
+    from zerohop.analysis.comparison.arms import (
+        arm_figures,
+        budget_dict,
+        noise_floor,
+        noise_verdict,
+    )
     from zerohop.report.build import compare_dirs, write_comparison
     from zerohop.storage.run_reader import load_run
 
@@ -296,7 +306,7 @@ def _echo_figures(figures: dict[str, dict[str, Any]]) -> None:
 
 def _echo_stream(shapes: dict[str, dict[str, Any]]) -> None:
     """Per arm: whether the hop changed the stream against the same run's direct
-    requests (analysis/stream_shape.py), and how."""
+    requests (analysis/latency/stream_shape.py), and how."""
     from zerohop.report.present_layers import stream_verdict
 
     if not shapes:

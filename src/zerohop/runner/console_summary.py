@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from zerohop.analysis.energy import EnergySummary
-from zerohop.analysis.results_table import ResultsTable
+from zerohop.analysis.latency.results_table import ResultsTable
+from zerohop.analysis.latency.summary import ITEMS, PER_USER_OUTPUT_RATE
 from zerohop.analysis.run_analysis import RunAnalysis
-from zerohop.analysis.summary import ITEMS, PER_USER_OUTPUT_RATE
+from zerohop.analysis.server.energy import EnergySummary
 from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.report import formatting as fmt
 from zerohop.report.present_answers import console_line as answers_line

@@ -3,7 +3,7 @@ build from their own."""
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,9 +11,11 @@ from typing import Any
 
 from zerohop.core.percentile_choice import DEFAULT_PERCENTILES_TEXT
 from zerohop.loadgen.run_settings import CLASS_NAMES as CLASS_NAMES  # the planners' choices
+from zerohop.loadgen.run_settings import RunSettings
+from zerohop.loadgen.run_settings import parse_duration as parse_duration
 from zerohop.workloads.errors import WorkloadError
 from zerohop.workloads.kind_registry import workload_kind, workload_kinds
-from zerohop.workloads.load_spec import ClosedLoad
+from zerohop.workloads.schema.load_spec import ClosedLoad
 
 
 @dataclass
@@ -56,18 +58,31 @@ class RunPlan:
     # `config.percentiles` carries them to whatever analyses the run
     percentiles: str = DEFAULT_PERCENTILES_TEXT
     stop_when_saturated: bool = False  # end the load on the live saturation verdict
+    # `zerohop run`'s settings as given (None in a plan a planner built): plan.json and
+    # the manifest record each one the fields above do not (a new setting arrives so)
+    settings: RunSettings | None = None
 
 
 def manifest_config(plan: RunPlan) -> dict[str, str | None]:
     """The plan as the manifest's `config` records it: each value as text, an unset one
     (no --host: the embedded target, whose URL is the manifest's `target.url`) as null,
     not the string "None"."""
-    return {k: None if v is None else str(v) for k, v in vars(plan).items()}
+    return {k: None if v is None else str(v) for k, v in _values(plan).items()}
 
 
 def plan_document(plan: RunPlan) -> dict[str, Any]:
-    """The plan as JSON values (paths as text): what `plan.json` holds, before redaction."""
-    return {k: _json_value(v) for k, v in vars(plan).items()}
+    """The plan as JSON values (paths as text): what `plan.json` holds, before redaction.
+    The Locust process reads its settings back from it by their names
+    (`loadgen.options.settings_from_plan`)."""
+    return {k: _json_value(v) for k, v in _values(plan).items()}
+
+
+def _values(plan: RunPlan) -> dict[str, Any]:
+    """The settings as given, overlaid by the plan's own fields (its worked-out load,
+    time and SLOs win over the text they were worked out from)."""
+    own = {k: v for k, v in vars(plan).items() if k != "settings"}
+    given = dataclasses.asdict(plan.settings) if plan.settings is not None else {}
+    return {**given, **own}
 
 
 def _json_value(value: Any) -> Any:
@@ -78,17 +93,6 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _json_value(v) for k, v in value.items()}
     return value
-
-
-def parse_duration(text: str) -> float:
-    """`90`, `90s`, `2m`, `1h30m` → seconds."""
-    text = text.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"--duration: {text!r} is not like 30s, 2m or 1h30m")
-    return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
 
 
 def classes_for(specs: list[Any]) -> list[str]:

@@ -1,12 +1,12 @@
 """The results block on the console, laid out as `vllm bench serve` prints its own, so
 a user coming from it finds each figure where they expect it (the values are zerohop's:
-`analysis/results_table.py`)."""
+`analysis/latency/results_table.py`)."""
 
 from __future__ import annotations
 
 import math
 
-from zerohop.analysis.results_table import ResultsTable, table_rows
+from zerohop.analysis.latency.results_table import ResultsTable, table_rows
 
 WIDTH = 50
 LABEL_WIDTH = 40

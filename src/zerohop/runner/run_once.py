@@ -103,7 +103,7 @@ def _maybe_microbench(plan: RunPlan, run_dir: Path) -> None:
 
 def _finish(plan: RunPlan, run_dir: Path, locust_code: int, *, results_block: bool = True
             ) -> RunResult:
-    from zerohop.analysis.results_table import run_results_table
+    from zerohop.analysis.latency.results_table import run_results_table
     from zerohop.analysis.run_analysis import analyse_run
     from zerohop.analysis.run_data import ReportInputError
     from zerohop.analysis.summary_document import parts_of_analysis

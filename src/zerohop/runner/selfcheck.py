@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from zerohop.analysis.client_certificate import (
+from zerohop.analysis.client.client_certificate import (
     Bounds,
     Figures,
     LoadFacts,
@@ -30,7 +30,7 @@ from zerohop.analysis.client_certificate import (
     judge,
     schedule_lag_p99_ms,
 )
-from zerohop.analysis.fidelity_check import timing_errors
+from zerohop.analysis.client.fidelity_check import timing_errors
 from zerohop.core.exit_codes import EXIT_INTERRUPTED_BASE, EXIT_UNREACHABLE, RunError, one_line
 from zerohop.core.layout import GROUND_TRUTH_FILE
 from zerohop.runner.locust_process import run_locust

@@ -36,9 +36,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from zerohop.sim.cost_model.profiles import load_profiles
 from zerohop.sim.ground_truth import KEEP_IN_MEMORY
 from zerohop.sim.pd_roles import DEFAULT_KV_BANDWIDTH_GBPS, DEFAULT_KV_LATENCY_MS
-from zerohop.sim.profiles import load_profiles
 
 
 class StrictModel(BaseModel):
@@ -224,7 +224,7 @@ class SimConfig(StrictModel):
     structured_output: StructuredOutputConfig = Field(default_factory=StructuredOutputConfig)
     answer_divergence: float = Field(
         default=0.0, ge=0, le=1, description="Share of seeded temperature-0 answers decoded "
-        "beside other sequences that change one token (modelled: sim/greedy_answer.py)")
+        "beside other sequences that change one token (modelled: sim/answers/greedy_answer.py)")
     pd: PdConfig = Field(default_factory=PdConfig)
     ground_truth: Path | None = None
     ground_truth_token_lags: bool = Field(
@@ -237,7 +237,7 @@ class SimConfig(StrictModel):
     )
     timer_spin_us: int = Field(
         default=300, ge=0, description="Busy-wait at most this close to a step's end for a "
-        "precise wake (the step timer learns how close it needs: sim/step_timer.py)"
+        "precise wake (the step timer learns how close it needs: sim/engine/step_timer.py)"
     )
 
     @field_validator("faults")

@@ -13,7 +13,7 @@ import click
 
 from zerohop.core.exit_codes import EXIT_BAD_INPUT
 from zerohop.sim.config import ConfigError, load_config
-from zerohop.sim.http_server import run_server
+from zerohop.sim.serving.http_server import run_server
 
 
 @click.command(name="sim", context_settings={"help_option_names": ["-h", "--help"]})
@@ -196,7 +196,7 @@ def sim_command(
     except ConfigError as exc:
         click.echo(f"zerohop: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    from zerohop.sim.app import serve
+    from zerohop.sim.serving.app import serve
 
     if not layer:
         run_server(serve(config, port_file))
@@ -241,8 +241,8 @@ def _run_at_realtime_priority() -> None:
 async def _serve_with_layer(
     config: Any, port_file: Path | None, proxy_port: int, proxy_args: list[str]
 ) -> None:
-    from zerohop.sim.app import serve
     from zerohop.sim.launcher import start_proxy
+    from zerohop.sim.serving.app import serve
 
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[int] = loop.create_future()

@@ -9,7 +9,7 @@ import io
 import math
 from pathlib import Path
 
-from zerohop.analysis.results_table import ResultsTable, table_rows
+from zerohop.analysis.latency.results_table import ResultsTable, table_rows
 from zerohop.core.atomic_file import write_text_atomically
 from zerohop.core.layout import RESULTS_CSV_FILE
 

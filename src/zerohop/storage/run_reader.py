@@ -14,6 +14,7 @@ into exit 2.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,10 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from zerohop.analysis.itl_column import ExactSource, shadow
 from zerohop.analysis.run_data import (
     CATEGORY_COLUMNS,
     FLOAT_COLUMNS,
     LIST_COLUMN,
+    NOT_SENT_EMPTY,
     REQUEST_COLUMNS,
     TELEMETRY_COLUMNS,
     ItlColumn,
@@ -41,6 +44,7 @@ from zerohop.core.layout import (
     MANIFEST_FILE,
     MANIFEST_SCHEMA,
     MICROBENCH_FILE,
+    NOT_SENT_DIR,
     PROBE_DIR,
     PROBE_PHASES_FILE,
     RECORDS_DIR,
@@ -50,7 +54,10 @@ from zerohop.core.layout import (
 from zerohop.storage.jsonl import read_jsonl_folder
 from zerohop.storage.run_folder import read_manifest, read_record_rows
 
-ITL_BATCH_ROWS = 262_144  # requests per Arrow batch when reading the ITL lists
+ITL_BATCH_ROWS = 65_536  # requests per Arrow batch when reading the ITL lists
+# bytes of a column chunk read at a time: unbuffered, Arrow reads a row group's whole
+# chunk of ITL pages at once (hundreds of MB at a million rows per group)
+READ_BUFFER_BYTES = 4 << 20
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -76,7 +83,28 @@ def load_run(run_dir: Path) -> RunData:
         notes=notes,
         probe=_read_probe(run_dir, notes),
         answers=read_answers(run_dir, notes),
+        not_sent=_read_not_sent(run_dir, notes),
     )
+
+
+def _read_not_sent(run_dir: Path, notes: list[str]) -> pd.DataFrame:
+    """The arrivals never sent (not_sent/*.jsonl): their workload, when they were due and
+    when the end of the run turned them away."""
+    folder = run_dir / NOT_SENT_DIR
+    if not folder.is_dir():
+        return NOT_SENT_EMPTY.copy()
+    rows, bad = read_jsonl_folder(folder)
+    if bad:
+        notes.append(f"skipped {bad} unreadable line(s) in {NOT_SENT_DIR}/*.jsonl")
+    def times(name: str) -> pd.Series:
+        values = (row.get(name) for row in rows)
+        return pd.Series([v if isinstance(v, int | float) else None for v in values],
+                         dtype=float)
+
+    return pd.DataFrame({
+        "workload": pd.Series([str(row.get("workload")) for row in rows], dtype=str),
+        "scheduled_ts": times("scheduled_ts"), "end_ts": times("end_ts"),
+    })
 
 
 def _read_probe(run_dir: Path, notes: list[str]) -> ProbeRecords | None:
@@ -182,7 +210,8 @@ def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
         dictionary = [name for name in CATEGORY_COLUMNS if name in names]
         # pre_buffer (pyarrow's default) keeps every column chunk read for as long as
         # the file is open: gigabytes of ITL pages at ten million records
-        parquet = pq.ParquetFile(path, read_dictionary=dictionary, pre_buffer=False)
+        parquet = pq.ParquetFile(path, read_dictionary=dictionary, pre_buffer=False,
+                                 buffer_size=READ_BUFFER_BYTES)
         for required in ("workload", "outcome"):
             if required not in names:
                 raise ReportInputError(f"requests.parquet {path} lacks the column {required!r}")
@@ -194,7 +223,7 @@ def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
                 # read's peak stays one column above what is kept (issue 42)
                 pa.default_memory_pool().release_unused()
         itl = (
-            _read_itl(parquet)
+            _read_itl(parquet, path)
             if LIST_COLUMN in names
             else ItlColumn.empty(parquet.metadata.num_rows)
         )
@@ -217,11 +246,12 @@ def _request_column(parquet: pq.ParquetFile, name: str) -> pd.Series | np.ndarra
     return column.to_pandas()
 
 
-def _read_itl(parquet: pq.ParquetFile) -> ItlColumn:
-    """The `itl_ms` lists, flattened batch by batch into one array sized from the
-    file's metadata (an upper bound: an empty list counts one slot). Small batches
-    keep Arrow's buffers small and reused, and the values are held once, never as
-    Arrow and numpy copies side by side (tests/bench/bench_report_scale.py)."""
+def _read_itl(parquet: pq.ParquetFile, path: Path) -> ItlColumn:
+    """The `itl_ms` lists, flattened batch by batch into one float32 array of their
+    shadows (`itl_column.shadow`: half the memory of float64) sized from the file's
+    metadata (an upper bound: an empty list counts one slot); the exact gaps are read
+    again from `path` by the figures that print them. Small batches keep Arrow's
+    buffers small and reused (tests/bench/bench_report_scale.py)."""
     meta = parquet.metadata
     leaf = next(
         i
@@ -229,7 +259,7 @@ def _read_itl(parquet: pq.ParquetFile) -> ItlColumn:
         if meta.schema.column(i).path.split(".")[0] == LIST_COLUMN
     )
     bound = sum(meta.row_group(g).column(leaf).num_values for g in range(meta.num_row_groups))
-    values = np.empty(bound, dtype=float)
+    values = np.empty(bound, dtype=np.float32)
     offsets = np.zeros(meta.num_rows + 1, dtype=np.int64)
     pos = row = 0
     for batch in parquet.iter_batches(batch_size=ITL_BATCH_ROWS, columns=[LIST_COLUMN]):
@@ -237,14 +267,32 @@ def _read_itl(parquet: pq.ParquetFile) -> ItlColumn:
         lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
         flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
         if pos + flat.size > values.size:  # a writer that counts slots otherwise
-            values = np.concatenate([values[:pos], np.empty(flat.size)])
-        values[pos : pos + flat.size] = flat
+            values = np.concatenate([values[:pos], np.empty(flat.size, np.float32)])
+        values[pos : pos + flat.size] = shadow(flat)
         offsets[row + 1 : row + 1 + lengths.size] = pos + np.cumsum(lengths)
         pos += flat.size
         row += lengths.size
         del batch, lists, flat
         pa.default_memory_pool().release_unused()  # as for the columns above
-    return ItlColumn(values=values[:pos], offsets=offsets)
+    return ItlColumn(values=values[:pos], offsets=offsets, exact_source=_exact_itl(path))
+
+
+def _exact_itl(path: Path) -> ExactSource:
+    """The exact float64 gaps of requests.parquet, flat, a batch of requests at a
+    time, in the file's order (a file changed since the first read: ReportInputError)."""
+
+    def batches(batch_rows: int) -> Iterator[np.ndarray]:
+        try:
+            parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
+            rows = min(batch_rows, ITL_BATCH_ROWS)  # smaller batches: smaller Arrow buffers
+            for batch in parquet.iter_batches(batch_size=rows, columns=[LIST_COLUMN]):
+                yield pc.list_flatten(batch.column(0)).to_numpy(zero_copy_only=False)
+                del batch
+                pa.default_memory_pool().release_unused()
+        except (OSError, pa.ArrowException) as exc:
+            raise ReportInputError(f"unreadable requests.parquet {path}: {exc}") from None
+
+    return batches
 
 
 def _read_requests_jsonl(sinks: list[Path], notes: list[str]) -> tuple[pd.DataFrame, ItlColumn]:

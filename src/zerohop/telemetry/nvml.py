@@ -14,7 +14,7 @@ window the driver measures it) is in `canonical.GLOSSARY`; in short:
   the instantaneous and averaged field values are read separately where offered.
 - energy: `nvmlDeviceGetTotalEnergyConsumption`, the board's energy since the driver
   loaded (Volta and newer), a counter; its deltas are exact where power samples between
-  two ticks are not (`analysis/energy.py`).
+  two ticks are not (`analysis/server/energy.py`).
 - GPM (Hopper+): SM activity, occupancy, tensor activity and DRAM bandwidth over the
   interval between two consecutive samples.
 

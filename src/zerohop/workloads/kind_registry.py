@@ -11,8 +11,10 @@ checks (`inputs.check_inputs`).
 
 The shipped kinds are registered at the bottom of this module. Their planners and input
 checks are imported when called, so reading a workload file (`zerohop run`) loads no
-planner; a new kind calls `register_kind` from a module of its own, which its
-locustfile imports (docs/architecture.md, "Adding a workload kind").
+planner; a new kind calls `register_kind` from a module of its own: a plugin
+(`core/plugins.py`, `zerohop run --plugin`) that every process of the run imports, whose
+user class `loadtests/plugin_kinds.py` makes from the entry (docs/architecture.md,
+"Adding a workload kind").
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import Field
 
-from zerohop.workloads.agent_spec import AgentSpec
-from zerohop.workloads.kinds import (
+from zerohop.workloads.schema.agent_spec import AgentSpec
+from zerohop.workloads.schema.kinds import (
     ConversationSpec,
     LongContextSpec,
     LoraMixSpec,
@@ -33,11 +35,11 @@ from zerohop.workloads.kinds import (
     ShortQueryFloodSpec,
     TraceReplaySpec,
 )
-from zerohop.workloads.pooling_specs import EmbeddingSpec, RerankSpec
-from zerohop.workloads.workload_base import WorkloadBase
+from zerohop.workloads.schema.pooling_specs import EmbeddingSpec, RerankSpec
+from zerohop.workloads.schema.workload_base import WorkloadBase
 
 if TYPE_CHECKING:
-    from zerohop.workloads.worker_load import WorkerSetup
+    from zerohop.workloads.planners.worker_load import WorkerSetup
 
 __all__ = ["WorkloadKind", "kind_of_class", "register_kind", "spec_union", "workload_kind",
            "workload_kinds"]
@@ -59,6 +61,7 @@ class WorkloadKind:
     planner: PlannerFactory
     runs_by_default: bool = False  # False: its default file is an example
     check_inputs: Callable[[Any], None] | None = None  # what the spec points at is readable
+    sessions: bool = False  # its planner plans sessions: a user's step is a whole session
 
     def __post_init__(self) -> None:
         declared = self.spec.model_fields["kind"].annotation
@@ -114,44 +117,44 @@ def _union_of(specs: tuple[type[WorkloadBase], ...]) -> Any:
 # --- the shipped kinds ----------------------------------------------------------------
 # Their planners need numpy and the prompt builder: imported when a worker plans.
 def _request_planner(spec: Any, setup: WorkerSetup) -> Any:
-    from zerohop.workloads.plans import request_planner
+    from zerohop.workloads.planners.request_plans import request_planner
 
     return request_planner(spec, setup)
 
 
 def _conversation_planner(spec: Any, setup: WorkerSetup) -> Any:
-    from zerohop.workloads.conversation import make_conversation_planner
+    from zerohop.workloads.planners.conversation import make_conversation_planner
 
     return make_conversation_planner(spec, setup)
 
 
 def _agent_planner(spec: Any, setup: WorkerSetup) -> Any:
-    from zerohop.workloads.agent import make_agent_planner
+    from zerohop.workloads.planners.agent import make_agent_planner
 
     return make_agent_planner(spec, setup)
 
 
 def _shared_prefix_planner(spec: Any, setup: WorkerSetup) -> Any:
-    from zerohop.workloads.shared_prefix import make_shared_prefix_planner
+    from zerohop.workloads.planners.shared_prefix import make_shared_prefix_planner
 
     return make_shared_prefix_planner(spec, setup)
 
 
 def _pooling_planner(spec: Any, setup: WorkerSetup) -> Any:
-    from zerohop.workloads.pooling import make_pooling_planner
+    from zerohop.workloads.planners.pooling import make_pooling_planner
 
     return make_pooling_planner(spec, setup)
 
 
 def _trace_readable(spec: Any) -> None:
-    from zerohop.workloads.traces import read_trace
+    from zerohop.workloads.timing.traces import read_trace
 
     read_trace(spec.trace, spec.resolved_format)
 
 
 def _conversations_readable(spec: Any) -> None:
     if spec.source.type != "synthetic":
-        from zerohop.workloads.conversation_sources import read_session_shapes
+        from zerohop.workloads.timing.conversation_sources import read_session_shapes
 
         read_session_shapes(spec.source)
 
@@ -167,10 +170,10 @@ for _entry in (
                  "trace_replay_azure_conv.yaml", _request_planner, runs_by_default=True,
                  check_inputs=_trace_readable),
     WorkloadKind("conversation", ConversationSpec, "Conversation", "conversation.yaml",
-                 _conversation_planner, check_inputs=_conversations_readable),
+                 _conversation_planner, check_inputs=_conversations_readable, sessions=True),
     WorkloadKind("shared_prefix", SharedPrefixSpec, "SharedPrefix", "shared_prefix.yaml",
                  _shared_prefix_planner),
-    WorkloadKind("agent", AgentSpec, "Agent", "agent.yaml", _agent_planner),
+    WorkloadKind("agent", AgentSpec, "Agent", "agent.yaml", _agent_planner, sessions=True),
     WorkloadKind("embedding", EmbeddingSpec, "Embedding", "embedding.yaml", _pooling_planner),
     WorkloadKind("rerank", RerankSpec, "Rerank", "rerank.yaml", _pooling_planner),
 ):

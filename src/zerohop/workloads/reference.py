@@ -18,12 +18,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from zerohop.workloads.agent_spec import FunctionDefinition, ToolDefinition
-from zerohop.workloads.distributions import FixedDist, LognormalDist, NormalDist, UniformDist
-from zerohop.workloads.image_spec import ImageSpec
 from zerohop.workloads.kind_registry import workload_kinds
-from zerohop.workloads.kinds import TokenScaling
-from zerohop.workloads.load_spec import (
+from zerohop.workloads.schema.agent_spec import FunctionDefinition, ToolDefinition
+from zerohop.workloads.schema.distributions import FixedDist, LognormalDist, NormalDist, UniformDist
+from zerohop.workloads.schema.image_spec import ImageSpec
+from zerohop.workloads.schema.kinds import TokenScaling
+from zerohop.workloads.schema.load_spec import (
     ClosedLoad,
     ConstantArrival,
     GammaArrival,
@@ -37,8 +37,8 @@ from zerohop.workloads.load_spec import (
     StepShape,
     TraceLoad,
 )
-from zerohop.workloads.lora_selection import AdapterSet
-from zerohop.workloads.policy_spec import (
+from zerohop.workloads.schema.lora_selection import AdapterSet
+from zerohop.workloads.schema.policy_spec import (
     BackoffSpec,
     ContinuationSpec,
     FallbackSpec,
@@ -47,7 +47,7 @@ from zerohop.workloads.policy_spec import (
     PolicyTimeouts,
     RetrySpec,
 )
-from zerohop.workloads.session_specs import (
+from zerohop.workloads.schema.session_specs import (
     MooncakeConversations,
     PrefixPool,
     ShareGptConversations,

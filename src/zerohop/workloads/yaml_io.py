@@ -17,7 +17,7 @@ from pydantic import Field, TypeAdapter, ValidationError, create_model, field_va
 
 from zerohop.workloads.errors import WorkloadError, describe_errors
 from zerohop.workloads.kind_registry import spec_union, workload_kinds
-from zerohop.workloads.model_base import StrictModel
+from zerohop.workloads.schema.model_base import StrictModel
 
 __all__ = ["WorkloadFile", "load_workload_file", "parse_workloads"]
 
