@@ -89,14 +89,15 @@ class ProcessRuntime:
     def keep_rows(self, rows: list[dict[str, Any]]) -> None:
         """Rows into records/, and an arrival never sent (`not_sent`) into its own
         folder, apart from the requests every figure reads."""
-        sink, run_dir = self.sink, self.run_dir
-        assert sink is not None and run_dir is not None, "only a process with a folder keeps"
+        sink = self.sink
+        assert sink is not None, "only a process with a record sink keeps rows"
         for row in rows:
             if row.get("outcome") != rec.NOT_SENT:
                 sink.add(row)
                 continue
-            if self.not_sent is None:
-                self.not_sent = RecordSink(run_dir, "locust-" + self.role, folder=NOT_SENT_DIR)
+            if self.not_sent is None:  # beside records/, in the same results folder
+                self.not_sent = RecordSink(sink.path.parent.parent, "locust-" + self.role,
+                                           folder=NOT_SENT_DIR)
             self.not_sent.add(row)
 
     def close_sinks(self) -> None:
