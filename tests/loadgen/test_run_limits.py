@@ -114,3 +114,19 @@ def test_closing_the_cap_turns_every_waiting_arrival_away() -> None:
     assert cap.acquire(start + 4) is None
     cap.release()  # the one in flight ends: nothing was handed over
     assert cap.waiting == 0
+
+
+def test_a_full_queue_turns_the_next_arrival_away() -> None:
+    """At most `max_waiting` arrivals wait (each holds its prompt): the dispatcher keeps
+    one more as not sent instead of holding it."""
+    cap = ConcurrencyCap(1, max_waiting=2)
+    start = time.perf_counter_ns()
+    assert cap.acquire(start) == 0 and not cap.full
+    waiting = [gevent.spawn(cap.acquire, start + i) for i in (1, 2)]
+    gevent.sleep(0)
+    assert cap.waiting == 2 and cap.full
+    cap.release()  # the first waiting one gets the slot: room for one more
+    gevent.sleep(0)
+    assert cap.waiting == 1 and not cap.full
+    cap.close()
+    gevent.joinall(waiting)

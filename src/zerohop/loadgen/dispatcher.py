@@ -8,11 +8,12 @@ same arrival process one would. An arrival over the workload's `max_in_flight` i
 dropped and counted; under the run's `--max-concurrency` (`run_limits`) it waits for a
 slot instead, in its own greenlet (the schedule goes on meanwhile), and its record keeps
 the wait (`queue_wait_ms`). An arrival still waiting when the run ends was offered and
-never sent: it is kept as a cancelled record without a send time, so the offered rate
-counts it and the completed one does not. Each arrival takes one of `--requests`; none
-left ends the schedule. A conversation's or an agent workload's arrivals are sessions:
-each runs in its own greenlet (`sessions`), its later requests on its own pauses, and
-both caps count live sessions.
+never sent: it is kept as a `not_sent` record without a send time, so the offered rate
+counts it and nothing else does; so is one that finds `run_limits.MAX_WAITING` arrivals
+waiting already (the client's queue is full: memory stays bounded). Each arrival takes
+one of `--requests`; none left ends the schedule. A conversation's or an agent
+workload's arrivals are sessions: each runs in its own greenlet (`sessions`), its later
+requests on its own pauses, and both caps count live sessions.
 """
 
 from __future__ import annotations
@@ -110,6 +111,11 @@ def _dispatch(environment: Any, user_class: type) -> None:
                 spec = binding.request_spec(planned, scheduled_perf_ns=due_ns)
                 first = functools.partial(_same, spec)
                 send = functools.partial(_counted, budget, executor, client, spec)
+            if slots is not None and slots.full:  # the client's queue is full: not sent
+                _never_sent(rt, client, first())
+                if not sessions:
+                    budget.finish()  # it took one of --requests: that one has ended
+                continue
             requests.spawn(_when_slot_free, rt, slots, waiting, due_ns, client, first, send)
         # schedule exhausted (trace end): let the last requests finish
         requests.join()
@@ -131,7 +137,7 @@ def _when_slot_free(rt: ProcessRuntime, slots: ConcurrencyCap | None, waiting: _
                     send: Callable[[int | None], object]) -> None:
     """Send one arrival once a `--max-concurrency` slot is free (at once without a cap).
     Killed while it waits (the run ended), or handed a slot as the drain began, it was
-    offered and never sent: its (first) request is kept as a cancelled record."""
+    offered and never sent: its (first) request is kept as a `not_sent` record."""
     if slots is None:
         send(None)
         return

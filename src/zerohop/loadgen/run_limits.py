@@ -33,6 +33,7 @@ MSG_BUDGET_SPENT = "zerohop:budget_spent"
 DISPATCHERS_KEY = "dispatchers"  # this process's open-loop dispatchers, by user class
 WATCH_INTERVAL_S = 0.05
 _BUDGET, _CAP, _WATCH, _SPENT = "request_budget", "concurrency_cap", "budget_watch", "spent"
+MAX_WAITING = 10_000  # arrivals one process holds waiting for a --max-concurrency slot
 
 
 def share(total: int, index: int, count: int) -> int:
@@ -76,9 +77,14 @@ class ConcurrencyCap:
     arrival that finds none free, or others already waiting, waits (in its own
     greenlet: the schedule goes on); a freed slot goes to the waiting arrival that was
     due first, whichever workload's it is, so the mix under the cap follows the
-    weights. At the end of the run `close` turns every waiting arrival away."""
+    weights. At most `max_waiting` wait at once; at the end of the run `close` turns
+    every waiting arrival away."""
 
     slots: int
+    # arrivals that may wait at once (each holds its prompt): one more finds the queue
+    # full and is not sent, so a cap far below the offered rate cannot grow memory
+    # without bound over a long run
+    max_waiting: int = MAX_WAITING
     _in_use: int = field(default=0, init=False)
     _waiting: list[tuple[int, int, _Waiter]] = field(default_factory=list, init=False)
     _arrivals: int = field(default=0, init=False)  # ties in due time: first come first
@@ -139,6 +145,11 @@ class ConcurrencyCap:
     def waiting(self) -> int:
         """Arrivals waiting for a slot now."""
         return len(self._waiting)
+
+    @property
+    def full(self) -> bool:
+        """`max_waiting` arrivals wait already: the next is not sent."""
+        return len(self._waiting) >= self.max_waiting
 
     def oldest_due_ns(self) -> int | None:
         """When the longest-waiting arrival was due (None: none waits)."""
