@@ -16,7 +16,7 @@ of the locustfile's class of its kind): two workloads of one kind both run, each
 its own spec, weight and name in the records. A closed-loop workload's class has Locust's
 `fixed_count` set to its file's `users`, so Locust spawns exactly that many of it (over
 all workers together) before it spreads the rest of `-u` by weight; with
-`--users-by-weight` (`zerohop run --users N`) or `--rate-override` every class goes by
+`--users-by-weight` (`zerohop run --users N`) or `--rate` every class goes by
 weight instead.
 """
 
@@ -253,7 +253,7 @@ def workload_class(template: type[T], spec: Any, name: str, *,
 
 def users_by_weight(environment: Any) -> bool:
     """Whether `-u` goes by weight over every workload class (`--users-by-weight`, or
-    `--rate-override`, which replaces the files' load sections) rather than each closed
+    `--rate`, which replaces the files' load sections) rather than each closed
     workload running its file's `users`."""
     from zerohop.loadgen import options as opt
 
