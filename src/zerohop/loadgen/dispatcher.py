@@ -149,16 +149,15 @@ def _when_slot_free(rt: ProcessRuntime, slots: ConcurrencyCap | None, waiting: _
         raise
     finally:
         waiting.count -= 1
-    if waited_ns is None:  # turned away: the run's window ended while it waited
-        _never_sent(rt, client, first())
+    if waited_ns is not None and not rt.draining:
+        try:
+            send(waited_ns)
+        finally:
+            slots.release()
         return
-    try:
-        if rt.draining:
-            _never_sent(rt, client, first())
-            return
-        send(waited_ns)
-    finally:
+    if waited_ns is not None:  # handed a slot as the drain began: give it back
         slots.release()
+    _never_sent(rt, client, first())  # turned away, or too late: the window has ended
 
 
 def _never_sent(rt: ProcessRuntime, client: LLMClient, spec: RequestSpec) -> None:

@@ -76,8 +76,9 @@ class LiveFeed:
         now = time.perf_counter_ns()
         firsts, self._firsts = self._firsts, []
         e2es, self._e2es = self._e2es, []
-        waits = [age for age in (_age(now, self._waiting), None if held_since_ns is None
-                                 else (now - held_since_ns) / 1e9) if age is not None]
+        waits = [age for age in (_age(now, self._waiting),) if age is not None]
+        if held_since_ns is not None:
+            waits.append((now - held_since_ns) / 1e9)
         return {"ts": time.time(), "offered": self.offered + dropped + held,
                 "dropped": dropped, "completed": self.completed, "answered": self.answered,
                 "oldest_wait_s": max(waits, default=None),
