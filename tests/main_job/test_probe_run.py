@@ -70,20 +70,23 @@ def test_a_light_load_leaves_the_probe_as_it_was_idle(tmp_path: Path) -> None:
     ttft = arm.shift("ttft_ms", "p50")
     assert ttft.too_few is None, ttft.too_few
     # Not "the interval holds 0": a 95 % interval misses a true 0 one run in twenty, and
-    # the idle phase is the engine's first seconds (one run: idle 8.05 ms, under load
-    # 7.99, interval [-0.31, -0.01]). The light load moves the median by less than
-    # the idle probes' own middle half spans, or 2 % of the idle median: a quiet engine's
-    # spread can be 0.07 ms, under a 2-core VM's scheduling jitter (a CI run: idle 7.65
-    # ms, under load 7.57, IQR 0.07). A load that interferes moves it by milliseconds
-    # (the queueing test above).
+    # the idle phase is the engine's first seconds, so the probe often answers a little
+    # faster under a light load than idle (CI runs: idle 8.05 ms, under load 7.99; idle
+    # 7.71, under load 7.50 with the idle middle half 0.20 wide). What the probe claims
+    # is interference, the latency a load adds: the light load adds less than the idle
+    # probes' own middle half spans, or 2 % of the idle median (a quiet engine's spread
+    # can be 0.07 ms, under a 2-core VM's scheduling jitter). A load that interferes adds
+    # milliseconds (the queueing test above). Faster under load is bounded too, at 5 %
+    # of the idle median: more than warm-up explains would be a measuring fault.
     probe = load_run(run).probe
     assert probe is not None
     idle = probe.requests.loc[probe.requests["end_ts"] <= probe.phases["load_start_ts"],
                               "ttft_ms"]
     spread = float(idle.quantile(0.75) - idle.quantile(0.25))
-    bound = max(spread, 0.02 * float(idle.median()))
-    assert abs(ttft.delta_ms) <= bound, (ttft.delta_ms, spread, bound, ttft.ci_low_ms,
-                                         ttft.ci_high_ms)
+    added_bound = max(spread, 0.02 * float(idle.median()))
+    faster_bound = max(spread, 0.05 * float(idle.median()))
+    assert -faster_bound <= ttft.delta_ms <= added_bound, (
+        ttft.delta_ms, spread, added_bound, faster_bound, ttft.ci_low_ms, ttft.ci_high_ms)
     # p99 needs 100 samples a phase: a few seconds of probe say so instead of a number
     assert arm.shift("ttft_ms", "p99").too_few is not None
     assert "probe: the load added to a short request's TTFT p50" in stdout
