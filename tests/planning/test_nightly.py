@@ -198,12 +198,51 @@ def test_history_figures_follow_the_one_n_rule(make_run: Callable[..., Path]) ->
     import numpy as np
     import pandas as pd
 
-    from zerohop.planning.nightly_gates import sample_figures
+    from zerohop.planning.nightly_gates import Samples, sample_figures
 
     run = make_run(n_requests=60, duration_s=10.0, name="sixty")
-    figures = sample_figures([run], ["ttft_ms"])["ttft_ms"]
+    samples = Samples.load([run], "candidate", pooled_summary=True)
+    figures = sample_figures(samples, ["ttft_ms"])["ttft_ms"]
     records = pd.read_parquet(run / "requests.parquet")
     ttft = records.loc[records.outcome == "ok", "ttft_ms"].dropna().to_numpy()
     assert figures["n"] == len(ttft) < 100
     assert figures["p99"] is None and figures["p90"] is not None  # p90 needs 10
     assert figures["p50"] == pytest.approx(float(np.quantile(ttft, 0.5)))
+
+
+def test_pooled_samples_hold_every_record_with_the_categories_they_use() -> None:
+    """`pool_runs` joins categorical columns without turning them into strings: the
+    values one after another, the used categories sorted (as a categorical built from
+    the values would hold them), whatever each sample's own category order; one
+    sample is pooled as it is."""
+    import numpy as np
+    import pandas as pd
+
+    from zerohop.analysis.itl_column import ItlColumn
+    from zerohop.analysis.run_data import RunData
+    from zerohop.planning.nightly_gates import pool_runs
+
+    def run(workloads: list[str | None], categories: list[str], gaps: list[float]) -> RunData:
+        frame = pd.DataFrame({
+            "workload": pd.Categorical(workloads, categories=categories),
+            "ttft_ms": np.arange(len(workloads), dtype=float),
+        })
+        offsets = np.arange(len(workloads) + 1, dtype=np.int64)
+        return RunData(run_dir=Path("run"), manifest={"run_id": "r", "load": {}},
+                       requests=frame, itl=ItlColumn(np.array(gaps), offsets),
+                       telemetry=pd.DataFrame(), microbench=None,
+                       requests_source="parquet")
+
+    first = run(["rag", "chat", None], ["rag", "unused", "chat"], [1.0, 2.0, 3.0])
+    second = run(["zeta", "chat"], ["zeta", "chat"], [4.0, 5.0])
+    pooled = pool_runs([first, second], "candidate")
+    workload = pooled.requests["workload"]
+    assert list(workload.cat.categories) == ["chat", "rag", "zeta"]
+    assert workload.astype(object).tolist() == ["rag", "chat", np.nan, "zeta", "chat"]
+    assert pooled.requests["ttft_ms"].tolist() == [0.0, 1.0, 2.0, 0.0, 1.0]
+    np.testing.assert_array_equal(pooled.itl.values, [1.0, 2.0, 3.0, 4.0, 5.0])
+    assert "load" not in pooled.manifest and pooled.manifest["run_id"] == "candidate (2 samples)"
+    alone = pool_runs([first], "baseline")
+    assert list(alone.requests["workload"].cat.categories) == ["chat", "rag"]
+    assert alone.itl is first.itl
+    assert list(first.requests["workload"].cat.categories) == ["rag", "unused", "chat"]

@@ -136,6 +136,11 @@ def test_parquet_in_row_groups_reads_as_the_same_records_do_in_memory(tmp_path: 
     exact = [values for _first, values in run.itl.exact_blocks(4)]
     np.testing.assert_array_equal(np.concatenate(exact), itl.values)
     np.testing.assert_array_equal(run.itl.row_max(), itl.row_max())
+    # `exact_itl` (zerohop compare): the same gaps held as float64, nothing to read again
+    exact_run = load_run(run_dir, exact_itl=True)
+    assert exact_run.itl.exact_source is None and exact_run.itl.values.dtype == np.float64
+    np.testing.assert_array_equal(exact_run.itl.values, itl.values)
+    np.testing.assert_array_equal(exact_run.itl.offsets, itl.offsets)
     for name in FLOAT_COLUMNS:
         np.testing.assert_array_equal(
             run.requests[name].to_numpy(dtype=float), frame[name].to_numpy(dtype=float)

@@ -16,7 +16,7 @@ vectorised, and O(n) per metric whatever the number of draws.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats
@@ -26,31 +26,50 @@ BAND_SDS = 10.0
 
 def quantile_draws(
     values: np.ndarray, qs: Sequence[float], n_draws: int, rng: np.random.Generator,
-    *, presorted: bool = False,
 ) -> np.ndarray:
-    """Bootstrap draws of each quantile `qs[i]` (fractions): shape (len(qs), n_draws).
-    NaN rows when there are no finite values. `presorted`: `values` are sorted, so
-    their order statistics are read in place (no partition, no copy: at ten million
-    requests a pooled ITL is hundreds of millions of gaps)."""
+    """Bootstrap draws of each quantile `qs[i]` (fractions) of the finite `values`:
+    shape (len(qs), n_draws); NaN rows when there are none."""
     x = np.asarray(values, dtype=float)
     finite = np.isfinite(x)
     if not finite.all():
         x = x[finite]
-    n = x.size
+    bands = [_band(x.size, q) for q in qs] if x.size else []
+    edges = sorted({edge - 1 for lo, hi, _ in bands for edge in (lo, hi)})
+    part = np.partition(x, edges) if edges else x  # each band's values lie between its edges
+
+    def band(lo: int, hi: int) -> np.ndarray:
+        return np.sort(part[lo - 1 : hi])
+
+    return order_statistic_draws(x.size, band, qs, n_draws, rng)
+
+
+def order_statistic_draws(
+    n: int, band: Callable[[int, int], np.ndarray], qs: Sequence[float], n_draws: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """`quantile_draws` of a sample of `n` values read by rank: `band(lo, hi)` gives
+    its order statistics lo..hi (1-based), ascending (for a pooled ITL of hundreds of
+    millions of gaps, only those few thousand are ever found)."""
     out = np.full((len(qs), n_draws), np.nan)
     if n == 0:
         return out
-    bands = [_band(n, q) for q in qs]
-    kth = sorted({b - 1 for lo, hi, _ in bands for b in (lo, hi)})
-    part = x if presorted else np.partition(x, kth)
-    for row, (lo, hi, m) in enumerate(bands):
-        ordered = np.sort(part[lo - 1 : hi])  # order statistics lo..hi (1-based)
+    for row, q in enumerate(qs):
+        lo, hi, m = _band(n, q)
+        ordered = band(lo, hi)
         ranks = np.arange(lo, hi + 1)
         cdf = stats.binom.sf(m - 1, n, ranks / n)
         cdf[-1] = 1.0  # mass above the band is < 1e-20: put it on the last point
         picks = np.searchsorted(cdf, rng.random(n_draws), side="left")
         out[row] = ordered[np.minimum(picks, ordered.size - 1)]
     return out
+
+
+def band_ranks(n: int, qs: Sequence[float]) -> np.ndarray:
+    """The 0-based ranks every draw of `qs` of `n` values may read, ascending."""
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    return np.unique(np.concatenate([np.arange(lo - 1, hi)
+                                     for lo, hi, _ in (_band(n, q) for q in qs)]))
 
 
 def percentile_interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:

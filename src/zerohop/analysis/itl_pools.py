@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from zerohop.analysis.quantiles import CDF_GRID, PERCENTILES, Distribution
+from zerohop.analysis.quantiles import CDF_GRID, PERCENTILES, Distribution, linear_positions
 from zerohop.analysis.rank_select import GroupedRanks
 from zerohop.analysis.run_data import ItlColumn, category_codes
 
@@ -77,7 +77,7 @@ class ItlPools:
         n = self._ranks.finite(groups)
         if n == 0:
             return float("nan")
-        (low, high), frac = _positions(n, np.array([fraction]))
+        low, high, frac = linear_positions(n, np.array([fraction]))
         got = self._ranks.select([(groups, np.concatenate([low, high]))])[0]
         return float(_interpolate(got[:1], got[1:], frac)[0])
 
@@ -98,7 +98,7 @@ class ItlPools:
             if n_between == 0:
                 shapes.append(None)
                 continue
-            (low, high), frac = _positions(n_between, fractions)
+            low, high, frac = linear_positions(n_between, fractions)
             ranks = np.concatenate([[0, n_between - 1], low, high])
             if between:  # past the negatives, a rank skips the block of zeros
                 n_neg = int(self._ranks.negative_counts[list(groups)].sum())
@@ -110,14 +110,6 @@ class ItlPools:
             self._cache[(groups, between)] = _distribution(
                 shape, None if shape is None else next(found),
                 float(self._ranks.sums[list(groups)].sum()))
-
-
-def _positions(n: int, fractions: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """numpy's linear quantile: the ranks either side of each fraction, and the
-    weight of the upper one."""
-    position = (n - 1) * np.asarray(fractions, dtype=float)
-    low = np.floor(position).astype(np.int64)
-    return (low, np.minimum(low + 1, n - 1)), position - low
 
 
 def _interpolate(low: np.ndarray, high: np.ndarray, frac: np.ndarray) -> np.ndarray:

@@ -94,12 +94,9 @@ def describe_sorted(segments: Sequence[np.ndarray], *, with_cdf: bool = False) -
 def quantiles_sorted(segments: Sequence[np.ndarray], fractions: np.ndarray) -> np.ndarray:
     """numpy's default (linear) quantiles of the sorted, non-empty `segments` taken
     together."""
-    n = sum(s.size for s in segments)
-    position = (n - 1) * np.asarray(fractions, dtype=float)
-    low = np.floor(position).astype(np.int64)
-    high = np.minimum(low + 1, n - 1)
+    low, high, weight = linear_positions(sum(s.size for s in segments), fractions)
     low_v, high_v = select_ranks(segments, low), select_ranks(segments, high)
-    return low_v + (high_v - low_v) * (position - low)
+    return low_v + (high_v - low_v) * weight
 
 
 def select_ranks(segments: Sequence[np.ndarray], ranks: np.ndarray) -> np.ndarray:
@@ -177,27 +174,23 @@ def grouped_quantiles(
     return table, counts
 
 
-def cdf_points(values: np.ndarray, grid: np.ndarray = CDF_GRID) -> tuple[np.ndarray, np.ndarray]:
-    """(latency, cumulative fraction) pairs at fixed quantiles: a CDF of any size in
-    a few hundred points."""
-    finite = _finite(values)
-    if finite.size == 0:
-        return np.array([]), np.array([])
-    return np.quantile(finite, grid), grid.copy()
+def linear_positions(n: int, fractions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy's default (linear) quantile of `n` sorted values, as ranks: the 0-based
+    ranks either side of each fraction and the weight of the upper one."""
+    position = (n - 1) * np.asarray(fractions, dtype=float)
+    low = np.floor(position).astype(np.int64)
+    return low, np.minimum(low + 1, n - 1), position - low
 
 
-def sorted_figures(values: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """`np.percentile(values, PERCENTILES)` and `cdf_points(values)` of sorted values
-    with one `np.quantile` (numpy copies its input per call: a pooled ITL of ten
-    million requests is gigabytes); the same bits, as numpy works out each quantile
-    on its own. Values with NaN or infinities take the two calls (the CDF drops them)."""
-    named = np.true_divide([q for _, q in PERCENTILES], 100)  # as np.percentile does
-    if values.size == 0 or not (np.isfinite(values[0]) and np.isfinite(values[-1])):
-        percentiles = (np.percentile(values, [q for _, q in PERCENTILES]) if values.size
-                       else np.full(named.size, np.nan))
-        return percentiles, cdf_points(values)
-    points = np.quantile(values, np.concatenate([named, CDF_GRID]))
-    return points[: named.size], (points[named.size :], CDF_GRID.copy())
+def numpy_lerp(low: np.ndarray, high: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """`np.quantile`'s own interpolation between the values at `linear_positions`,
+    to its last bit: from the nearer end (the report's tables lerp from the lower
+    one, `quantiles_sorted`, which may differ in the last bit)."""
+    step = high - low
+    out = low + step * weight
+    upper = weight >= 0.5
+    out[upper] = (high - step * (1.0 - weight))[upper]
+    return out
 
 
 def _finite_copy(values: np.ndarray) -> np.ndarray:
@@ -205,8 +198,3 @@ def _finite_copy(values: np.ndarray) -> np.ndarray:
     arr = np.asarray(values, dtype=float)
     finite = np.isfinite(arr)
     return arr.copy() if finite.all() else arr[finite]
-
-
-def _finite(values: np.ndarray) -> np.ndarray:
-    arr = np.asarray(values, dtype=float)
-    return arr[np.isfinite(arr)]

@@ -49,6 +49,7 @@ from zerohop.loadgen.run_settings import DEFAULT_SEED
 from zerohop.planning.nightly_answers import answers_gate, answers_line
 from zerohop.planning.nightly_gates import (
     GateRow,
+    Samples,
     compare_microbench,
     compare_samples,
     gate_status,
@@ -230,6 +231,7 @@ def run_nightly(
     entry_id = _new_id(history)
     run_root = history_dir / "runs" / entry_id
     sample_dirs = run_samples(config, run_root, runner)
+    samples = Samples.load(sample_dirs, "candidate", pooled_summary=True)
     entry: dict[str, Any] = {
         "id": entry_id,
         "created_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -238,7 +240,7 @@ def run_nightly(
         "label": label,
         "sim_args": scrub(config.target.sim_args, known_secrets()),  # may hold --api-key
         "samples": [str(d.relative_to(history_dir)) for d in sample_dirs],
-        "figures": sample_figures(sample_dirs, config.compare.metrics),
+        "figures": sample_figures(samples, config.compare.metrics),
         "microbench": microbench_medians(sample_dirs),
     }
     gates: list[GateRow] = []
@@ -254,7 +256,8 @@ def run_nightly(
             notes.append("no comparable baseline in the history: this nightly becomes it")
     else:
         base_dirs = [history_dir / s for s in baseline["samples"]]
-        gates, comparison = compare_samples(base_dirs, sample_dirs, config.compare)
+        gates, comparison = compare_samples(Samples.load(base_dirs, "baseline"), samples,
+                                            config.compare)
         write_comparison_page(comparison, run_root / "compare.html")
         mb_notes, mb_regressed = compare_microbench(
             baseline.get("microbench") or {}, entry["microbench"],

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from zerohop.analysis.latency.run_summary import summarise_run
+from zerohop.analysis.comparison.compared_values import ComparedValues
+from zerohop.analysis.itl_column import ItlColumn
+from zerohop.analysis.latency.run_summary import RunSummary, summarise_run
 from zerohop.analysis.quantiles import Distribution
+from zerohop.analysis.run_data import RunData
 from zerohop.core.layout import MICROBENCH_FILE
 from zerohop.core.metrics import needed_n, percentile_fraction
 from zerohop.planning.noise_band import sample_figures_of, spread, within_noise
@@ -55,19 +58,38 @@ class GateRow:
     verdict: str  # worse / better / within noise / no data
 
 
+@dataclass(frozen=True)
+class Samples:
+    """One side of a nightly: each sample read and summarised once, and what the
+    comparison reads of them pooled (`ComparedValues`), after which their per-token
+    gaps are let go (at ten million records: seconds and gigabytes a run)."""
+
+    summaries: list[RunSummary]
+    pooled: ComparedValues
+    pooled_summary: RunSummary | None  # of every sample's records together, if asked
+
+    @classmethod
+    def load(cls, dirs: Sequence[Path], label: str, *, pooled_summary: bool = False,
+             ) -> Samples:
+        from zerohop.storage.run_reader import load_run
+
+        runs = [load_run(d) for d in dirs]
+        summaries = [summarise_run(r) for r in runs]
+        pooled = pool_runs(runs, label)
+        whole = None
+        if pooled_summary:  # one sample's latencies and counts are its own summary's
+            whole = summaries[0] if len(runs) == 1 else summarise_run(pooled)
+        return cls(summaries, ComparedValues(pooled), whole)
+
+
 def compare_samples(
-    base_dirs: Sequence[Path], cand_dirs: Sequence[Path], settings: GateSettings
+    base: Samples, candidate: Samples, settings: GateSettings
 ) -> tuple[list[GateRow], Any]:
     """Pooled bootstrap comparison, gated by the run-to-run noise band."""
-    from zerohop.analysis.comparison.compare import CompareSettings, compare_runs
-    from zerohop.storage.run_reader import load_run
+    from zerohop.analysis.comparison.compare import CompareSettings, compare_values
 
-    base_runs = [load_run(d) for d in base_dirs]
-    cand_runs = [load_run(d) for d in cand_dirs]
-    base_summaries = [summarise_run(r) for r in base_runs]
-    cand_summaries = [summarise_run(r) for r in cand_runs]
-    comparison = compare_runs(
-        pool_runs(base_runs, "baseline"), pool_runs(cand_runs, "candidate"),
+    comparison = compare_values(
+        base.pooled, candidate.pooled,
         CompareSettings(threshold=settings.threshold, n_boot=settings.n_boot,
                         confidence=settings.confidence), layer=False)
     workload = comparison.workloads[-1]  # "all" (or the only workload)
@@ -78,11 +100,12 @@ def compare_samples(
         for row in metric.rows:
             if row.stat not in settings.stats:
                 continue
-            base = sample_figures_of(base_summaries, metric.metric, row.stat)
-            cand = sample_figures_of(cand_summaries, metric.metric, row.stat)
-            band = max(spread(base), spread(cand))
+            base_figures = sample_figures_of(base.summaries, metric.metric, row.stat)
+            cand_figures = sample_figures_of(candidate.summaries, metric.metric, row.stat)
+            band = max(spread(base_figures), spread(cand_figures))
             verdict = row.verdict
-            if verdict in ("worse", "better") and within_noise(row.delta, base, cand, band):
+            if verdict in ("worse", "better") and within_noise(row.delta, base_figures,
+                                                               cand_figures, band):
                 verdict = "within noise"
             rows.append(GateRow(metric.metric, row.stat, row.base, row.candidate, row.delta,
                                 row.delta_pct, row.ci_low, row.ci_high, band, row.verdict,
@@ -90,28 +113,43 @@ def compare_samples(
     return rows, comparison
 
 
-def pool_runs(runs: Sequence[Any], label: str) -> Any:
-    """Several samples as one RunData (requests concatenated, ITL offsets shifted).
-    Samples have no one measured window between them, so the pooled manifest records
-    no load duration: its rates fall back to the records' span."""
+def pool_runs(runs: Sequence[RunData], label: str) -> RunData:
+    """Several samples as one RunData (requests one after another, ITL offsets
+    shifted; one sample's records as they are, not copied). Samples have no one
+    measured window between them, so the pooled manifest records no load duration:
+    its rates fall back to the records' span."""
     import pandas as pd
 
-    from zerohop.analysis.run_data import ItlColumn, RunData
-
     frames = [r.requests for r in runs]
-    pooled = pd.concat(frames, ignore_index=True)
+    pooled = (pd.concat(frames, ignore_index=True) if len(frames) > 1
+              else frames[0].copy(deep=False))  # copy-on-write: the run's stays as it is
     for column in frames[0].columns:
         if isinstance(frames[0][column].dtype, pd.CategoricalDtype):
-            pooled[column] = pooled[column].astype(object).astype("category")
+            pooled[column] = _joined_categories([f[column] for f in frames])
     first = runs[0]
     manifest = {k: v for k, v in first.manifest.items() if k not in ("load", "config")}
     manifest["run_id"] = f"{label} ({len(runs)} samples)"
     return RunData(
         run_dir=first.run_dir, manifest=manifest, requests=pooled,
-        itl=ItlColumn.concat([r.itl for r in runs]),
+        itl=ItlColumn.concat([r.itl for r in runs]) if len(runs) > 1 else first.itl,
         telemetry=first.telemetry.iloc[0:0], microbench=None,
         requests_source=first.requests_source, notes=[],
     )
+
+
+def _joined_categories(columns: Sequence[Any]) -> Any:
+    """One categorical column of the samples' columns one after another, with the
+    categories they use, sorted (what a categorical of their values would hold),
+    without turning millions of codes into strings and back."""
+    import pandas as pd
+    from pandas.api.types import union_categoricals
+
+    try:
+        joined = union_categoricals(list(columns), sort_categories=True)
+    except TypeError:  # categories of different kinds (an all-null column's, say)
+        return pd.concat([c.astype(object) for c in columns],
+                         ignore_index=True).astype("category")
+    return joined.remove_unused_categories()
 
 
 def gate_status(gates: Sequence[GateRow], microbench_regressed: bool) -> Status:
@@ -122,23 +160,20 @@ def gate_status(gates: Sequence[GateRow], microbench_regressed: bool) -> Status:
 
 
 # --- figures kept in the history ----------------------------------------------------------
-def sample_figures(dirs: Sequence[Path], metrics: Sequence[str]) -> dict[str, Any]:
+def sample_figures(samples: Samples, metrics: Sequence[str]) -> dict[str, Any]:
     """Per metric: pooled p50/p90/p99 and each sample's p50 (for the trend charts)."""
-    from zerohop.storage.run_reader import load_run
-
-    runs = [load_run(d) for d in dirs]
-    samples = [summarise_run(r).total for r in runs]
-    pooled = summarise_run(pool_runs(runs, "samples")).total if runs else None
+    totals = [s.total for s in samples.summaries]
+    pooled = samples.pooled_summary
     out: dict[str, Any] = {}
     for metric in metrics:
-        dist = pooled.latency[metric] if pooled is not None else None
+        dist = pooled.total.latency[metric] if pooled is not None else None
         out[metric] = {
             "n": dist.n if dist is not None else 0,
             **{stat: _figure(dist, stat) for stat in ("p50", "p90", "p99")},
-            "sample_p50": [_figure(s.latency[metric], "p50") for s in samples],
+            "sample_p50": [_figure(t.latency[metric], "p50") for t in totals],
         }
-    ok = sum(s.ok for s in samples)
-    total = sum(s.requests for s in samples)
+    ok = sum(t.ok for t in totals)
+    total = sum(t.requests for t in totals)
     out["error_pct"] = 100.0 * (total - ok) / total if total else None
     return out
 

@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from zerohop.analysis.comparison.compare import CompareSettings, Comparison, compare_runs
+from zerohop.analysis.comparison.compare import CompareSettings, Comparison, compare_values
+from zerohop.analysis.comparison.compared_values import ComparedValues
 from zerohop.analysis.run_analysis import AnalysisSettings, RunAnalysis, analyse_run
 from zerohop.analysis.run_data import ReportInputError
 from zerohop.analysis.server.alerts import AlertRule, load_rules
@@ -142,12 +143,10 @@ def compare_dirs(
     if not 0.5 <= confidence < 1.0:
         raise ReportInputError(f"confidence must be in [0.5, 1), got {confidence}")
     settings = CompareSettings(threshold=threshold, n_boot=n_boot, seed=seed, confidence=confidence)
-    runs = []
-    for folder in dirs:  # a comparison reads the exact gaps, never their float32 shadows
-        runs.append(load_run(folder))
-        runs[-1].itl.release()
+    # one run at a time, its gaps read exact and let go once its samples are fetched
+    runs = [ComparedValues(load_run(folder, exact_itl=True)) for folder in dirs]
     layer = True if layer_of is not None else None
-    return [compare_runs(runs[0], other, settings, layer=layer) for other in runs[1:]]
+    return [compare_values(runs[0], other, settings, layer=layer) for other in runs[1:]]
 
 
 def _now() -> str:

@@ -60,8 +60,11 @@ ITL_BATCH_ROWS = 65_536  # requests per Arrow batch when reading the ITL lists
 READ_BUFFER_BYTES = 4 << 20
 
 
-def load_run(run_dir: Path) -> RunData:
-    """Read manifest.json, the request records, telemetry.parquet and microbench.json."""
+def load_run(run_dir: Path, *, exact_itl: bool = False) -> RunData:
+    """Read manifest.json, the request records, telemetry.parquet and microbench.json.
+    The per-token gaps are held as float32 shadows (`itl_column`), read again exactly
+    where a figure prints them; `exact_itl` holds them as float64 instead (twice the
+    memory) for a reader that reads them once and lets them go (`zerohop compare`)."""
     run_dir = Path(run_dir)
     if not run_dir.exists():
         raise ReportInputError(f"results folder not found: {run_dir}")
@@ -69,7 +72,7 @@ def load_run(run_dir: Path) -> RunData:
         raise ReportInputError(f"not a results folder (not a directory): {run_dir}")
     notes: list[str] = []
     manifest = checked_manifest(run_dir)
-    requests, itl, source = _read_requests(run_dir, notes)
+    requests, itl, source = _read_requests(run_dir, notes, exact_itl)
     telemetry = _read_telemetry(run_dir / TELEMETRY_FILE, notes)
     microbench = _read_microbench(run_dir / MICROBENCH_FILE, notes)
     return RunData(
@@ -182,11 +185,11 @@ def checked_manifest(run_dir: Path) -> dict[str, Any]:
 
 # --- requests ------------------------------------------------------------------------
 def _read_requests(
-    run_dir: Path, notes: list[str]
+    run_dir: Path, notes: list[str], exact_itl: bool = False,
 ) -> tuple[pd.DataFrame, ItlColumn, Literal["parquet", "jsonl"]]:
     parquet_path = run_dir / REQUESTS_FILE
     if parquet_path.is_file():
-        frame, itl = _read_requests_parquet(parquet_path)
+        frame, itl = _read_requests_parquet(parquet_path, exact_itl)
         return frame, itl, "parquet"
     sinks = sorted((run_dir / RECORDS_DIR).glob("*.jsonl"))
     if not sinks:
@@ -201,7 +204,8 @@ def _read_requests(
     return frame, itl, "jsonl"
 
 
-def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
+def _read_requests_parquet(path: Path, exact_itl: bool = False,
+                           ) -> tuple[pd.DataFrame, ItlColumn]:
     """One column at a time, straight into the arrays the analysis keeps: at ten
     million records a whole-table read and its pandas copy would double the memory
     (tests/bench/bench_report_scale.py)."""
@@ -223,7 +227,7 @@ def _read_requests_parquet(path: Path) -> tuple[pd.DataFrame, ItlColumn]:
                 # read's peak stays one column above what is kept (issue 42)
                 pa.default_memory_pool().release_unused()
         itl = (
-            _read_itl(parquet, path)
+            _read_itl(parquet, None if exact_itl else path)
             if LIST_COLUMN in names
             else ItlColumn.empty(parquet.metadata.num_rows)
         )
@@ -246,12 +250,13 @@ def _request_column(parquet: pq.ParquetFile, name: str) -> pd.Series | np.ndarra
     return column.to_pandas()
 
 
-def _read_itl(parquet: pq.ParquetFile, path: Path) -> ItlColumn:
+def _read_itl(parquet: pq.ParquetFile, path: Path | None) -> ItlColumn:
     """The `itl_ms` lists, flattened batch by batch into one float32 array of their
     shadows (`itl_column.shadow`: half the memory of float64) sized from the file's
     metadata (an upper bound: an empty list counts one slot); the exact gaps are read
-    again from `path` by the figures that print them. Small batches keep Arrow's
-    buffers small and reused (tests/bench/bench_report_scale.py)."""
+    again from `path` by the figures that print them (None: held exact, float64).
+    Small batches keep Arrow's buffers small and reused
+    (tests/bench/bench_report_scale.py)."""
     meta = parquet.metadata
     leaf = next(
         i
@@ -259,7 +264,7 @@ def _read_itl(parquet: pq.ParquetFile, path: Path) -> ItlColumn:
         if meta.schema.column(i).path.split(".")[0] == LIST_COLUMN
     )
     bound = sum(meta.row_group(g).column(leaf).num_values for g in range(meta.num_row_groups))
-    values = np.empty(bound, dtype=np.float32)
+    values = np.empty(bound, dtype=np.float64 if path is None else np.float32)
     offsets = np.zeros(meta.num_rows + 1, dtype=np.int64)
     pos = row = 0
     for batch in parquet.iter_batches(batch_size=ITL_BATCH_ROWS, columns=[LIST_COLUMN]):
@@ -267,14 +272,15 @@ def _read_itl(parquet: pq.ParquetFile, path: Path) -> ItlColumn:
         lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
         flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
         if pos + flat.size > values.size:  # a writer that counts slots otherwise
-            values = np.concatenate([values[:pos], np.empty(flat.size, np.float32)])
-        values[pos : pos + flat.size] = shadow(flat)
+            values = np.concatenate([values[:pos], np.empty(flat.size, values.dtype)])
+        values[pos : pos + flat.size] = flat if path is None else shadow(flat)
         offsets[row + 1 : row + 1 + lengths.size] = pos + np.cumsum(lengths)
         pos += flat.size
         row += lengths.size
         del batch, lists, flat
         pa.default_memory_pool().release_unused()  # as for the columns above
-    return ItlColumn(values=values[:pos], offsets=offsets, exact_source=_exact_itl(path))
+    return ItlColumn(values=values[:pos], offsets=offsets,
+                     exact_source=None if path is None else _exact_itl(path))
 
 
 def _exact_itl(path: Path) -> ExactSource:

@@ -28,17 +28,18 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from zerohop.analysis.bootstrap import percentile_interval, quantile_draws
+from zerohop.analysis.bootstrap import percentile_interval
 from zerohop.analysis.comparison.comparability import comparability_warnings
-from zerohop.analysis.comparison.compared_values import GapsBetweenReads, ok_values
+from zerohop.analysis.comparison.compared_values import ComparedValues, OrderedSample
 from zerohop.analysis.latency.policy import PolicySummary, final_attempts, summarise_policy
 from zerohop.analysis.latency.summary import ALL_WORKLOADS
 from zerohop.analysis.measured_window import measured_window
-from zerohop.analysis.quantiles import PERCENTILES, sorted_figures
+from zerohop.analysis.quantiles import PERCENTILES
 from zerohop.analysis.run_data import RunData, category_codes
 from zerohop.core import metrics as catalogue
 
 Verdict = Literal["better", "worse", "within noise", "mixed", "no data"]
+Cdf = tuple[np.ndarray, np.ndarray]  # (ms, cumulative fraction) for the chart
 
 THRESHOLD_PRESETS: dict[str, float] = {"strict": 0.0, "default": 0.05, "lenient": 0.10}
 COMPARED_METRICS: tuple[str, ...] = catalogue.REQUEST_LATENCIES
@@ -83,8 +84,8 @@ class MetricComparison:
     rows: list[PercentileDelta]
     base_n: int
     candidate_n: int
-    base_cdf: tuple[np.ndarray, np.ndarray]  # (ms, cumulative fraction) for the chart
-    candidate_cdf: tuple[np.ndarray, np.ndarray]
+    base_cdf: Cdf
+    candidate_cdf: Cdf
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,20 @@ def compare_runs(
     """Compare `candidate` against `base`, workload by workload (plus `all` when both
     runs have several). `layer=None` detects a layer comparison from the manifests'
     target kinds (base direct, candidate `layer`)."""
+    return compare_values(ComparedValues(base), ComparedValues(candidate), settings,
+                          layer=layer)
+
+
+def compare_values(
+    base_values: ComparedValues,
+    cand_values: ComparedValues,
+    settings: CompareSettings | None = None,
+    *,
+    layer: bool | None = None,
+) -> Comparison:
+    """`compare_runs` of runs whose compared values are read already (`zerohop
+    compare` reads each run once, then lets its gap column go)."""
+    base, candidate = base_values.run, cand_values.run
     settings = settings or CompareSettings()
     if settings.threshold not in THRESHOLD_PRESETS:
         choices = ", ".join(THRESHOLD_PRESETS)
@@ -175,11 +190,9 @@ def compare_runs(
     if not shared:
         notes.append("the runs share no workload name: comparing all requests pooled")
     names = [*shared, ALL_WORKLOADS] if len(shared) != 1 else shared
-    gaps = (GapsBetweenReads(base), GapsBetweenReads(candidate))  # one pass each
-    workloads = [_compare_workload(base, candidate, name, settings, gaps) for name in names]
-    budgets = ([_layer_budget(base, candidate, name, settings, gaps) for name in names]
-               if layer else [])
-    del gaps
+    workloads = [_compare_workload((base_values, cand_values), name, settings)
+                 for name in names]
+    budgets = [_layer_budget(w) for w in workloads] if layer else []
     logical = compare_logical(base, candidate, settings)
     if logical is None and (_has_logical(base) or _has_logical(candidate)):
         notes.append("only one run has logical-request records: logical figures not compared")
@@ -203,10 +216,10 @@ def compare_logical(
     b_summary, c_summary = summarise_policy(base.requests), summarise_policy(candidate.requests)
     if b_summary is None or c_summary is None:
         return None
-    rows = _percentile_deltas(
-        _logical_latencies(base), _logical_latencies(candidate), LOGICAL_SCOPE,
-        LOGICAL_METRIC, settings, needs_n=False,  # as summarise_policy shows them
-    )
+    samples = (OrderedSample.of_sorted(np.sort(_logical_latencies(base))),
+               OrderedSample.of_sorted(np.sort(_logical_latencies(candidate))))
+    rows, _ = _percentile_deltas(samples, LOGICAL_SCOPE, LOGICAL_METRIC, settings,
+                                 needs_n=False)  # as summarise_policy shows them
     b_amp, c_amp = b_summary.amplification, c_summary.amplification
     models = list(dict.fromkeys([*b_summary.answered_share, *c_summary.answered_share]))
     shares = []
@@ -267,63 +280,51 @@ def combine(verdicts: Sequence[Verdict]) -> Verdict:
 
 # --- helpers ------------------------------------------------------------------------
 def _compare_workload(
-    base: RunData, candidate: RunData, workload: str, settings: CompareSettings,
-    gaps: tuple[GapsBetweenReads, GapsBetweenReads],
+    values: tuple[ComparedValues, ComparedValues], workload: str, settings: CompareSettings,
 ) -> WorkloadComparison:
+    base, candidate = values
     metrics = []
     for metric in COMPARED_METRICS:
-        base_values = ok_values(base, workload, metric, gaps[0])
-        cand_values = ok_values(candidate, workload, metric, gaps[1])
-        (base_points, base_cdf), (cand_points, cand_cdf) = (
-            sorted_figures(base_values), sorted_figures(cand_values))
-        rows = _percentile_deltas(base_values, cand_values, workload, metric, settings,
-                                  points=(base_points, cand_points))
+        samples = (base.sample(workload, metric), candidate.sample(workload, metric))
+        rows, (base_cdf, cand_cdf) = _percentile_deltas(samples, workload, metric, settings)
         metrics.append(
             MetricComparison(
                 metric=metric,
                 verdict=combine([r.verdict for r in rows]),
                 rows=rows,
-                base_n=base_values.size,
-                candidate_n=cand_values.size,
+                base_n=samples[0].n,
+                candidate_n=samples[1].n,
                 base_cdf=base_cdf,
                 candidate_cdf=cand_cdf,
             )
         )
     return WorkloadComparison(
-        workload=workload, metrics=metrics, rates=_rates(base, candidate, workload, settings)
+        workload=workload, metrics=metrics,
+        rates=_rates(base.run, candidate.run, workload, settings),
     )
 
 
 def _percentile_deltas(
-    base_values: np.ndarray,
-    cand_values: np.ndarray,
-    workload: str,
+    samples: tuple[OrderedSample, OrderedSample],
+    scope: str,
     metric: str,
     settings: CompareSettings,
     *,
     needs_n: bool = True,
-    points: tuple[np.ndarray, np.ndarray] | None = None,
-) -> list[PercentileDelta]:
-    """`points`: both runs' percentiles, read from their sorted values (then the
-    bootstrap reads its order statistics from them in place too)."""
+) -> tuple[list[PercentileDelta], tuple[Cdf, Cdf]]:
+    """Each percentile of both samples, its delta, the bootstrap interval of the delta
+    (a seeded stream per scope, metric and side) and its verdict; and both CDFs.
+    `needs_n`: a percentile the smaller sample cannot hold is not shown."""
     qs = [q / 100.0 for _, q in PERCENTILES]
-    presorted = points is not None
-    base_draws = quantile_draws(
-        base_values, qs, settings.n_boot, _rng(settings, workload, metric, 0),
-        presorted=presorted,
-    )
-    cand_draws = quantile_draws(
-        cand_values, qs, settings.n_boot, _rng(settings, workload, metric, 1),
-        presorted=presorted,
-    )
-    base_points, cand_points = (
-        points if points is not None else (_percentiles(base_values), _percentiles(cand_values)))
+    (base_points, base_cdf), (cand_points, cand_cdf) = (s.figures() for s in samples)
+    base_draws, cand_draws = (s.draws(settings.n_boot, _rng(settings, scope, metric, side))
+                              for side, s in enumerate(samples))
+    smaller = min(s.n for s in samples)
     rows = []
-    smaller = min(base_values.size, cand_values.size)
     for i, (stat, _) in enumerate(PERCENTILES):
         b, c = base_points[i], cand_points[i]
-        if needs_n and smaller < catalogue.needed_n(qs[i]):  # p99 of 15 values is their max
-            b = c = math.nan
+        if needs_n and smaller < catalogue.needed_n(qs[i]):
+            b = c = math.nan  # p99 of 15 values is their max
         delta = c - b
         ci = percentile_interval(cand_draws[i] - base_draws[i], settings.confidence)
         rows.append(
@@ -339,7 +340,7 @@ def _percentile_deltas(
                 verdict=judge(delta, b, ci, settings.relative_threshold),
             )
         )
-    return rows
+    return rows, (base_cdf, cand_cdf)
 
 
 def _rates(
@@ -394,11 +395,9 @@ def _proportion_comparison(
     return RateComparison(name, p1 * 100, p2 * 100, diff, low, high, verdict)
 
 
-def _layer_budget(
-    direct: RunData, layered: RunData, workload: str, settings: CompareSettings,
-    gaps: tuple[GapsBetweenReads, GapsBetweenReads],
-) -> LayerBudget:
-    comparison = _compare_workload(direct, layered, workload, settings, gaps)
+def _layer_budget(comparison: WorkloadComparison) -> LayerBudget:
+    """One workload direct (base) and through the layer (candidate): the latency the
+    layer adds per percentile, and its share of the layered latency."""
     rows = []
     for metric in comparison.metrics:
         if metric.metric not in LAYER_METRICS:
@@ -417,13 +416,7 @@ def _layer_budget(
                     share_pct=share,
                 )
             )
-    return LayerBudget(workload=workload, rows=rows)
-
-
-def _percentiles(values: np.ndarray) -> np.ndarray:
-    if values.size == 0:
-        return np.full(len(PERCENTILES), np.nan)
-    return np.percentile(values, [q for _, q in PERCENTILES])
+    return LayerBudget(workload=comparison.workload, rows=rows)
 
 
 def _failures(run: RunData, workload: str) -> tuple[int, int]:

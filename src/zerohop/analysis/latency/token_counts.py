@@ -72,9 +72,10 @@ def summarise_token_counts(requests: pd.DataFrame) -> TokenCounts:
     ok_codes = codes[ok]
     present, first = np.unique(ok_codes[ok_codes >= 0], return_index=True)
     order = present[np.argsort(first, kind="stable")]  # by first appearance
-    rows = [_row(requests, ok & (codes == code), names[code]) for code in order]
+    columns = _Columns.of(requests)
+    rows = [_row(columns, ok & (codes == code), names[code]) for code in order]
     if len(rows) > 1:
-        rows.append(_row(requests, ok, ALL_WORKLOADS))
+        rows.append(_row(columns, ok, ALL_WORKLOADS))
     flags = [
         f"{row.workload}: median prompt size {row.input_median_error_pct:+.1f} % off the asked "
         f"size (more than ±{INPUT_ERROR_FLAG_PCT:g} %)"
@@ -85,24 +86,52 @@ def summarise_token_counts(requests: pd.DataFrame) -> TokenCounts:
     return TokenCounts(rows=rows, flags=flags)
 
 
-def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
-    client = requests["counted_output_tokens"].to_numpy(dtype=float)
-    server = requests["output_tokens"].to_numpy(dtype=float)
-    from_usage = (requests["token_source"] == "usage").to_numpy()
-    both_out = mask & from_usage & np.isfinite(client) & np.isfinite(server)
+@dataclass(frozen=True)
+class _Columns:
+    """The columns every row reads, converted once (ten million rows each)."""
+
+    client: np.ndarray  # the client's output count
+    server: np.ndarray  # the server's output count
+    has_output: np.ndarray  # both counts, the server's from usage
+    image: np.ndarray  # image tokens asked (0 without)
+    asked: np.ndarray  # input tokens asked, images included
+    got: np.ndarray  # the server's prompt count
+    has_input: np.ndarray  # an asked size and the server's count
+    clamped: np.ndarray  # 1.0, 0.0 or NaN
+    source_codes: np.ndarray
+    source_names: list[str]
+
+    @classmethod
+    def of(cls, requests: pd.DataFrame) -> _Columns:
+        client = requests["counted_output_tokens"].to_numpy(dtype=float)
+        server = requests["output_tokens"].to_numpy(dtype=float)
+        from_usage = (requests["token_source"] == "usage").to_numpy()
+        image = (requests["image_tokens"].to_numpy(dtype=float) if "image_tokens" in requests
+                 else np.zeros(len(requests)))
+        image = np.where(np.isfinite(image), image, 0.0)
+        asked = requests["target_input_tokens"].to_numpy(dtype=float) + image
+        got = requests["input_tokens"].to_numpy(dtype=float)
+        source_codes, source_names = category_codes(requests["prompt_token_source"])
+        return cls(
+            client=client, server=server,
+            has_output=from_usage & np.isfinite(client) & np.isfinite(server),
+            image=image, asked=asked, got=got,
+            has_input=np.isfinite(asked) & (asked > 0) & np.isfinite(got),
+            clamped=requests["prompt_clamped"].to_numpy(dtype=float),
+            source_codes=source_codes, source_names=source_names,
+        )
+
+
+def _row(columns: _Columns, mask: np.ndarray, name: str) -> TokenCountRow:
+    client, server, asked, got = columns.client, columns.server, columns.asked, columns.got
+    both_out = mask & columns.has_output
     out_diff = (server[both_out] - client[both_out]).astype(np.int64)
-    image = (requests["image_tokens"].to_numpy(dtype=float) if "image_tokens" in requests
-             else np.zeros(len(requests)))
-    image = np.where(np.isfinite(image), image, 0.0)
-    asked = requests["target_input_tokens"].to_numpy(dtype=float) + image
-    got = requests["input_tokens"].to_numpy(dtype=float)
-    both_in = mask & np.isfinite(asked) & (asked > 0) & np.isfinite(got)
+    both_in = mask & columns.has_input
     error_pct = (got[both_in] - asked[both_in]) / asked[both_in] * 100.0
-    clamped = requests["prompt_clamped"].to_numpy(dtype=float)  # 1.0, 0.0 or NaN
-    source_codes, source_names = category_codes(requests["prompt_token_source"])
-    picked = source_codes[mask]
-    counts = np.bincount(picked[picked >= 0], minlength=len(source_names))
-    sources = {name: int(c) for name, c in zip(source_names, counts, strict=True) if c}
+    picked = columns.source_codes[mask]
+    counts = np.bincount(picked[picked >= 0], minlength=len(columns.source_names))
+    sources = {source: int(c) for source, c in zip(columns.source_names, counts, strict=True)
+               if c}
     return TokenCountRow(
         workload=name,
         ok=int(mask.sum()),
@@ -113,7 +142,7 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
         output_differences=_most_common(out_diff, _TOP_DIFFERENCES),
         input_compared=int(both_in.sum()),
         asked_input=int(asked[both_in].sum()),
-        asked_image=int(image[both_in].sum()),
+        asked_image=int(columns.image[both_in].sum()),
         server_input=int(got[both_in].sum()),
         input_median_error_pct=float(np.median(error_pct)) if error_pct.size else math.nan,
         input_p95_abs_error_pct=(
@@ -124,7 +153,7 @@ def _row(requests: pd.DataFrame, mask: np.ndarray, name: str) -> TokenCountRow:
             if error_pct.size else math.nan
         ),
         prompt_sources=tuple(sorted(sources.items())),
-        clamped=int(np.count_nonzero(mask & (clamped == 1))),
+        clamped=int(np.count_nonzero(mask & (columns.clamped == 1))),
     )
 
 
