@@ -246,3 +246,38 @@ def test_pooled_samples_hold_every_record_with_the_categories_they_use() -> None
     assert list(alone.requests["workload"].cat.categories) == ["chat", "rag"]
     assert alone.itl is first.itl
     assert list(first.requests["workload"].cat.categories) == ["rag", "unused", "chat"]
+
+
+def test_a_nightly_reads_and_summarises_each_sample_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each side's samples are read once and summarised once each, plus the candidate's
+    pooled summary for the history: at ten million records a read or a summary is
+    seconds (it read the candidate's samples twice and summarised them three times)."""
+    from zerohop.planning import nightly_gates
+    from zerohop.storage import run_reader
+
+    reads: list[Path] = []
+    summaries: list[str] = []
+    load_run, summarise_run = run_reader.load_run, nightly_gates.summarise_run
+
+    def counted_load(run_dir: Path, **kwargs: object) -> object:
+        reads.append(Path(run_dir))
+        return load_run(run_dir, **kwargs)  # type: ignore[arg-type]
+
+    def counted_summary(run: object, *args: object, **kwargs: object) -> object:
+        summaries.append(str(run.manifest.get("run_id")))  # type: ignore[attr-defined]
+        return summarise_run(run, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run_reader, "load_run", counted_load)
+    monkeypatch.setattr(nightly_gates, "summarise_run", counted_summary)
+    seeds = itertools.count(1)
+    run_nightly(config(samples=2), tmp_path, runner=fake_target(counter=seeds))
+    reads.clear()
+    summaries.clear()
+    second = run_nightly(config(samples=2), tmp_path, runner=fake_target(counter=seeds))
+    assert second.entry["status"] == "pass"
+    samples = [tmp_path / s for s in second.entry["samples"]]
+    baseline = [tmp_path / s for s in read_history(tmp_path)[0]["samples"]]
+    assert sorted(reads) == sorted(samples + baseline)  # each once
+    assert len(summaries) == 5  # each sample, and the candidate's pooled
+    assert summaries.count("candidate (2 samples)") == 1

@@ -163,20 +163,18 @@ def grouped_quantiles(
         sorted_values[starts[g] : starts[g] + counts[g]].sort()
     has = counts >= max(min_count, 1)
     g_starts = starts[has][:, None]
-    g_last = (counts[has] - 1)[:, None]
-    pos = g_last * qs[None, :]
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, g_last)
-    frac = pos - lo
+    lo, hi, frac = linear_positions(counts[has][:, None], qs[None, :])
     low_v = sorted_values[g_starts + lo]
     high_v = sorted_values[g_starts + hi]
     table[has] = low_v + (high_v - low_v) * frac
     return table, counts
 
 
-def linear_positions(n: int, fractions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def linear_positions(n: int | np.ndarray, fractions: np.ndarray,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """numpy's default (linear) quantile of `n` sorted values, as ranks: the 0-based
-    ranks either side of each fraction and the weight of the upper one."""
+    ranks either side of each fraction and the weight of the upper one (`n` an array
+    of group sizes broadcasts against `fractions`)."""
     position = (n - 1) * np.asarray(fractions, dtype=float)
     low = np.floor(position).astype(np.int64)
     return low, np.minimum(low + 1, n - 1), position - low

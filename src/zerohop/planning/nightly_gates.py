@@ -76,9 +76,7 @@ class Samples:
         runs = [load_run(d) for d in dirs]
         summaries = [summarise_run(r) for r in runs]
         pooled = pool_runs(runs, label)
-        whole = None
-        if pooled_summary:  # one sample's latencies and counts are its own summary's
-            whole = summaries[0] if len(runs) == 1 else summarise_run(pooled)
+        whole = summarise_run(pooled) if pooled_summary else None
         return cls(summaries, ComparedValues(pooled), whole)
 
 

@@ -117,11 +117,12 @@ class ComparedValues:
         narrow = groups.astype(np.int16) if self._unnamed < 2**15 else groups
         values = values[np.argsort(narrow, kind="stable")]
         bounds = np.cumsum(np.bincount(groups, minlength=self._unnamed + 1))
-        parts = np.split(values, bounds[:-1])
-        for name, part in zip(self._names, parts, strict=False):
+        parts = np.split(values, bounds[:-1])  # views: sorted in place, `values` with them
+        for part in parts:
             part.sort()
-            self._sorted[(metric, name)] = part
-        parts[-1].sort()  # ok requests without a workload
+        # the last part, ok requests without a workload, is only in `all`
+        self._sorted.update({(metric, name): part
+                             for name, part in zip(self._names, parts[:-1], strict=True)})
         self._sorted[(metric, ALL_WORKLOADS)] = np.sort(values, kind="stable")
 
     def _fetch_gaps(self, itl: ItlColumn) -> dict[str, OrderedSample]:
